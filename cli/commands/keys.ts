@@ -1,0 +1,31 @@
+import { Command, Option } from 'commander';
+import { apiKeyView } from '../../src/domain/credential-views.ts';
+import { STORE_MODES } from '../../src/domain/store.ts';
+import { listApiKeys, mintApiKey, revokeApiKey } from '../../src/services/api-keys.ts';
+import { withContext } from '../context.ts';
+import { emit, table } from '../output.ts';
+
+export function keysCommand(): Command {
+  const cmd = new Command('keys').description('mint, list and revoke API keys');
+
+  cmd.command('mint').description('mint an API key; it is printed once and stored only as a hash')
+    .requiredOption('--store <id>', 'store id')
+    .addOption(new Option('--env <env>', 'live or test: must match the store mode to be usable').choices(STORE_MODES).makeOptionMandatory())
+    .action(function (this: Command) {
+      const o = this.opts();
+      const { record, key } = withContext(this, (ctx) => mintApiKey(ctx, o.store, o.env));
+      emit(this.optsWithGlobals(), { ...apiKeyView(record), key }, () =>
+        `${key}\n(key ${record.id}: shown once, store it now; Till keeps only its hash)`);
+    });
+
+  cmd.command('list').description('list API keys (masked)').option('--store <id>', 'only this store').action(function (this: Command) {
+    const keys = withContext(this, (ctx) => listApiKeys(ctx, this.opts().store)).map(apiKeyView);
+    emit(this.optsWithGlobals(), keys, () => table(keys.map((k) => [k.id, k.store_id, k.masked, k.revoked_at ? `revoked ${k.revoked_at}` : 'active'])));
+  });
+
+  cmd.command('revoke').description('revoke an API key at once (401 api_key_revoked)').argument('<key_id>', 'key id (key_…)').action(function (this: Command, id: string) {
+    const key = apiKeyView(withContext(this, (ctx) => revokeApiKey(ctx, id)));
+    emit(this.optsWithGlobals(), key, () => `revoked ${key.id} (${key.masked})`);
+  });
+  return cmd;
+}

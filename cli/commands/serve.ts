@@ -1,0 +1,34 @@
+import { Command } from 'commander';
+import { createApp } from '../../src/http/app.ts';
+import { listen } from '../../src/http/server.ts';
+import { createRuntime } from '../../src/runtime.ts';
+import { seedDemo } from '../../src/services/demo.ts';
+import { configFrom } from '../context.ts';
+
+export function serveCommand(): Command {
+  return new Command('serve')
+    .description('run Till: the HTTP API, checkout and background workers')
+    .option('--demo', 'embedded default for trying Till: regtest, fixed USD rate, and a test store with an API key on first start')
+    .action(async function (this: Command) {
+      const config = configFrom(this, { demo: this.opts().demo });
+      const rt = createRuntime(config);
+      const demo = this.opts().demo ? seedDemo(rt.ctx) : null;
+      const server = await listen(createApp(rt), config.host, config.port);
+      rt.start();
+      rt.logger.info({ url: server.url, network: config.network, data_dir: config.dataDir }, 'till listening');
+      process.stdout.write(`Till listening on ${server.url} (network ${config.network}, data in ${config.dataDir})\n`);
+      if (demo) {
+        process.stdout.write(
+          `\nDemo store ${demo.storeId} created (test mode). Its API key, shown once:\n\n  ${demo.apiKey}\n\n` +
+            `Try: curl -s ${server.url}/v1/invoices -H "Authorization: Bearer ${demo.apiKey}" -H "Content-Type: application/json" -d '{"amount_sats": 10000}'\n`,
+        );
+      }
+      const shutdown = async () => {
+        await server.close();
+        await rt.stop();
+        process.exit(0);
+      };
+      process.once('SIGINT', shutdown);
+      process.once('SIGTERM', shutdown);
+    });
+}

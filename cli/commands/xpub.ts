@@ -1,0 +1,38 @@
+import { Command, Option } from 'commander';
+import { xpubView } from '../../src/domain/credential-views.ts';
+import { STORE_MODES } from '../../src/domain/store.ts';
+import { addXpub, GAP_LIMIT, listXpubs, retireXpub } from '../../src/services/xpubs.ts';
+import { withContext } from '../context.ts';
+import { emit, parseIntegerOption, table } from '../output.ts';
+
+export function xpubCommand(): Command {
+  const cmd = new Command('xpub').description('import and manage watch-only keys (Till never holds a private key)');
+
+  cmd.command('add').description('make a key the store\'s active one for an environment (retires the previous one)')
+    .argument('<key>', 'xpub/ypub/zpub, tpub/upub/vpub, or a descriptor: wpkh(…), sh(wpkh(…)), tr(…), pkh(…)')
+    .requiredOption('--store <id>', 'store id')
+    .addOption(new Option('--env <env>', 'live (key must be of the configured network) or test').choices(STORE_MODES).makeOptionMandatory())
+    .addOption(new Option('--gap-limit <n>', `your wallet's gap limit (default ${GAP_LIMIT.default})`).argParser(parseIntegerOption('--gap-limit', GAP_LIMIT.min, GAP_LIMIT.max)))
+    .action(function (this: Command, key: string) {
+      const o = this.opts();
+      const r = withContext(this, (ctx) => addXpub(ctx, { storeId: o.store, env: o.env, key, gapLimit: o.gapLimit }));
+      emit(this.optsWithGlobals(), { xpub: xpubView(r.xpub), retired: r.retired && xpubView(r.retired), first_addresses: r.firstAddresses }, () =>
+        [
+          `added ${r.xpub.id} (${r.xpub.scriptType}) as the active ${r.xpub.env} key of ${r.xpub.storeId}`,
+          r.retired ? `retired ${r.retired.id}; its issued addresses stay watched` : null,
+          'first receive addresses, compare them with your wallet:',
+          ...r.firstAddresses.map((a, i) => `  0/${i}  ${a}`),
+        ].filter(Boolean).join('\n'));
+    });
+
+  cmd.command('list').description('list keys').option('--store <id>', 'only this store').action(function (this: Command) {
+    const xs = withContext(this, (ctx) => listXpubs(ctx, this.opts().store)).map(xpubView);
+    emit(this.optsWithGlobals(), xs, () => table(xs.map((x) => [x.id, x.store_id, x.env, x.status, x.script_type, `next ${x.next_index}`, `${x.key.slice(0, 24)}…`])));
+  });
+
+  cmd.command('retire').description('stop using a key for new invoices').argument('<id>', 'xpub id (xpb_…)').action(function (this: Command, id: string) {
+    const x = xpubView(withContext(this, (ctx) => retireXpub(ctx, id)));
+    emit(this.optsWithGlobals(), x, () => `retired ${x.id}`);
+  });
+  return cmd;
+}

@@ -1,0 +1,27 @@
+import type { Command } from 'commander';
+import { systemClock } from '../src/clock.ts';
+import { loadConfig, SETTINGS, type Config } from '../src/config.ts';
+import { openDatabase } from '../src/db/connection.ts';
+import { createContext, type Context } from '../src/services/context.ts';
+
+/** The config from defaults, file, environment and this invocation's flags. */
+export function configFrom(cmd: Command, extra: { demo?: boolean } = {}): Config {
+  const opts = cmd.optsWithGlobals() as Record<string, unknown>;
+  const flags: Partial<Record<keyof Config, unknown>> = {};
+  for (const s of SETTINGS) {
+    const v = opts[s.key];
+    if (v !== undefined) flags[s.key] = v;
+  }
+  return loadConfig({ flags, demo: extra.demo });
+}
+
+/** Opens the data directory for a one-shot admin command; closes it on exit. */
+export function withContext<T>(cmd: Command, fn: (ctx: Context) => T): T {
+  const config = configFrom(cmd);
+  const db = openDatabase(config.dataDir, { synchronous: config.synchronous });
+  try {
+    return fn(createContext(db, systemClock, config));
+  } finally {
+    db.close();
+  }
+}

@@ -1,0 +1,40 @@
+import { InvalidArgumentError } from 'commander';
+
+// Every command prints either human lines or, with --json, one JSON document
+// on stdout; errors are one line on stderr and a non-zero exit code.
+
+export interface OutputOptions {
+  json?: boolean;
+}
+
+export function emit(opts: OutputOptions, data: unknown, human: () => string): void {
+  process.stdout.write(opts.json ? JSON.stringify(data, null, 2) + '\n' : human() + '\n');
+}
+
+export function fail(message: string, code = 1): never {
+  process.stderr.write(`till: ${message.replace(/\s*\n\s*/g, ' ')}\n`);
+  process.exit(code);
+}
+
+export function parseIntegerOption(name: string, min: number, max: number) {
+  return (value: string): number => {
+    if (!/^-?\d+$/.test(value)) throw new InvalidArgumentError(`${name} must be a whole number`);
+    const n = Number(value);
+    if (n < min || n > max) throw new InvalidArgumentError(`${name} must be from ${min} to ${max}`);
+    return n;
+  };
+}
+
+export function parseChoice<T extends string>(name: string, choices: readonly T[]) {
+  return (value: string): T => {
+    if (!(choices as readonly string[]).includes(value)) throw new InvalidArgumentError(`${name} must be one of ${choices.join(', ')}`);
+    return value as T;
+  };
+}
+
+/** Left-aligned columns for list output. */
+export function table(rows: string[][]): string {
+  if (rows.length === 0) return '(none)';
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+}

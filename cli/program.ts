@@ -1,0 +1,27 @@
+import { Command, Option } from 'commander';
+import { SETTINGS } from '../src/config.ts';
+import { VERSION } from '../src/version.ts';
+import { configCommand } from './commands/config.ts';
+import { keysCommand } from './commands/keys.ts';
+import { serveCommand } from './commands/serve.ts';
+import { storeCommand } from './commands/store.ts';
+import { xpubCommand } from './commands/xpub.ts';
+
+export function buildProgram(): Command {
+  const program = new Command('till')
+    .description('Till: a self-hosted Bitcoin till. Admin commands work on the data directory, also while the server runs.')
+    .version(VERSION)
+    .option('--json', 'print machine-readable JSON')
+    .configureHelp({ showGlobalOptions: true })
+    .showHelpAfterError();
+  // Every setting can be given as a flag; flags beat TILL_* env, which beats till.toml.
+  for (const s of SETTINGS) {
+    program.addOption(new Option(`--${s.flag} <value>`, `${s.description} [env ${s.env}]`).hideHelp(!['dataDir', 'network', 'host', 'port', 'publicUrl', 'rates', 'logLevel'].includes(s.key)));
+  }
+  program.addCommand(serveCommand());
+  program.addCommand(storeCommand());
+  program.addCommand(xpubCommand());
+  program.addCommand(keysCommand());
+  program.addCommand(configCommand());
+  return program;
+}

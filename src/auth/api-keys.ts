@@ -1,0 +1,44 @@
+import { createHash, randomInt, timingSafeEqual } from 'node:crypto';
+import type { Env } from '../domain/store.ts';
+
+// API keys: svc_live_ / svc_test_ + 32 base62 characters (~190 bits). Only the
+// SHA-256 of the whole key and its last 4 characters are stored; the key is
+// shown once. A fast hash is right here: the secret is random and long, so
+// there is nothing for a slow hash to protect against.
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+const SECRET_LENGTH = 32;
+const KEY_PATTERN = /^svc_(live|test)_([0-9A-Za-z]{32})$/;
+
+export const KEY_PREFIX: Record<Env, string> = { live: 'svc_live_', test: 'svc_test_' };
+
+export function generateApiKey(env: Env): string {
+  let secret = '';
+  for (let i = 0; i < SECRET_LENGTH; i++) secret += BASE62[randomInt(62)];
+  return KEY_PREFIX[env] + secret;
+}
+
+export function hashApiKey(key: string): Buffer {
+  return createHash('sha256').update(key, 'utf8').digest();
+}
+
+/** The environment a well-formed key claims, or null for a malformed one. */
+export function parseApiKey(key: string): { env: Env } | null {
+  const m = KEY_PATTERN.exec(key);
+  return m ? { env: m[1] as Env } : null;
+}
+
+export function hashesEqual(a: Buffer, b: Buffer): boolean {
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** Extracts the key from `Authorization: Bearer <key>`; null when absent or not Bearer. */
+export function readBearer(header: string | null | undefined): string | null {
+  if (!header) return null;
+  const m = /^Bearer[ ]+(\S+)[ ]*$/i.exec(header);
+  return m ? m[1]! : null;
+}
+
+/** Shown in lists and logs instead of the key: prefix and last four. */
+export function maskApiKey(env: Env, last4: string): string {
+  return `${KEY_PREFIX[env]}…${last4}`;
+}

@@ -1,0 +1,239 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parse as parseToml } from 'smol-toml';
+
+// One table describes every setting: its file key, environment variable and
+// flag, default, whether it is secret, and how to parse it. Precedence:
+// defaults < demo defaults (`serve --demo`) < till.toml|till.json in the data
+// dir < TILL_* environment < command-line flags.
+
+export const NETWORKS = ['main', 'test', 'signet', 'regtest'] as const;
+export type Network = (typeof NETWORKS)[number];
+
+export interface Config {
+  dataDir: string;
+  host: string;
+  port: number;
+  publicUrl: string;
+  dashboardUrl: string;
+  network: Network;
+  rates: string;
+  synchronous: 'FULL' | 'NORMAL';
+  minFreeDiskMb: number;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'silent';
+  rpcUrl: string;
+  rpcUser: string;
+  rpcPassword: string;
+  rpcCookieFile: string;
+  zmqEndpoint: string;
+  addressPoolSize: number;
+  allowPrivateCallbacks: boolean;
+}
+
+type Parser<T> = (raw: unknown, where: string) => T;
+
+interface Setting<K extends keyof Config> {
+  key: K;
+  file: string;
+  env: string;
+  flag: string;
+  description: string;
+  secret?: boolean;
+  parse: Parser<Config[K]>;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+function asString(raw: unknown, where: string): string {
+  if (typeof raw !== 'string') throw new ConfigError(`${where} must be a string`);
+  return raw;
+}
+
+function oneOf<T extends string>(values: readonly T[]): Parser<T> {
+  return (raw, where) => {
+    const s = asString(raw, where);
+    if (!(values as readonly string[]).includes(s)) throw new ConfigError(`${where} must be one of ${values.join(', ')} (got "${s}")`);
+    return s as T;
+  };
+}
+
+function integer(min: number, max: number): Parser<number> {
+  return (raw, where) => {
+    const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^-?\d+$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
+    if (!Number.isSafeInteger(n) || n < min || n > max) throw new ConfigError(`${where} must be an integer from ${min} to ${max}`);
+    return n;
+  };
+}
+
+function boolean(raw: unknown, where: string): boolean {
+  if (typeof raw === 'boolean') return raw;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new ConfigError(`${where} must be true or false`);
+}
+
+function httpUrl(raw: unknown, where: string): string {
+  const s = asString(raw, where);
+  let url: URL;
+  try {
+    url = new URL(s);
+  } catch {
+    throw new ConfigError(`${where} must be an http(s) URL (got "${s}")`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`${where} must be an http(s) URL`);
+  return s.replace(/\/+$/, '');
+}
+
+function optionalHttpUrl(raw: unknown, where: string): string {
+  return raw === '' ? '' : httpUrl(raw, where);
+}
+
+function host(raw: unknown, where: string): string {
+  const s = asString(raw, where);
+  if (!/^[A-Za-z0-9.:\-\[\]]{1,253}$/.test(s)) throw new ConfigError(`${where} must be a host name or IP address`);
+  return s;
+}
+
+function zmqEndpoint(raw: unknown, where: string): string {
+  const s = asString(raw, where);
+  if (s !== '' && !/^tcp:\/\/[A-Za-z0-9.\-\[\]:]+:\d{1,5}$/.test(s)) throw new ConfigError(`${where} must look like tcp://127.0.0.1:28332`);
+  return s;
+}
+
+function setting<K extends keyof Config>(s: Setting<K>): Setting<K> {
+  return s;
+}
+
+export const SETTINGS = [
+  setting({ key: 'dataDir', file: 'data_dir', env: 'TILL_DATA_DIR', flag: 'data-dir', description: 'directory holding till.db and till.toml', parse: asString }),
+  setting({ key: 'host', file: 'host', env: 'TILL_HOST', flag: 'host', description: 'address to listen on (loopback unless told otherwise)', parse: host }),
+  setting({ key: 'port', file: 'port', env: 'TILL_PORT', flag: 'port', description: 'TCP port to listen on (0 picks a free one)', parse: integer(0, 65535) }),
+  setting({ key: 'publicUrl', file: 'public_url', env: 'TILL_PUBLIC_URL', flag: 'public-url', description: 'base URL buyers reach Till at (checkout links)', parse: optionalHttpUrl }),
+  setting({ key: 'dashboardUrl', file: 'dashboard_url', env: 'TILL_DASHBOARD_URL', flag: 'dashboard-url', description: 'base URL of the dashboard named in error messages', parse: optionalHttpUrl }),
+  setting({ key: 'network', file: 'network', env: 'TILL_NETWORK', flag: 'network', description: 'bitcoin network: main, test, signet or regtest', parse: oneOf(NETWORKS) }),
+  setting({ key: 'rates', file: 'rates', env: 'TILL_RATES', flag: 'rates', description: 'USD rate sources: kraken,bitstamp,coinbase or fixed:<usd>', parse: asString }),
+  setting({ key: 'synchronous', file: 'synchronous', env: 'TILL_SYNCHRONOUS', flag: 'synchronous', description: 'SQLite durability: FULL (default) or NORMAL', parse: oneOf(['FULL', 'NORMAL'] as const) }),
+  setting({ key: 'minFreeDiskMb', file: 'min_free_disk_mb', env: 'TILL_MIN_FREE_DISK_MB', flag: 'min-free-disk-mb', description: 'refuse writes (503 disk_full) below this much free space', parse: integer(0, 1_000_000) }),
+  setting({ key: 'logLevel', file: 'log_level', env: 'TILL_LOG_LEVEL', flag: 'log-level', description: 'fatal, error, warn, info, debug or silent', parse: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'silent'] as const) }),
+  setting({ key: 'rpcUrl', file: 'bitcoind.rpc_url', env: 'TILL_RPC_URL', flag: 'rpc-url', description: "bitcoind JSON-RPC URL (default: the network's port on 127.0.0.1)", parse: optionalHttpUrl }),
+  setting({ key: 'rpcUser', file: 'bitcoind.rpc_user', env: 'TILL_RPC_USER', flag: 'rpc-user', description: 'bitcoind RPC user (instead of the cookie file)', parse: asString }),
+  setting({ key: 'rpcPassword', file: 'bitcoind.rpc_password', env: 'TILL_RPC_PASSWORD', flag: 'rpc-password', description: 'bitcoind RPC password', secret: true, parse: asString }),
+  setting({ key: 'rpcCookieFile', file: 'bitcoind.cookie_file', env: 'TILL_RPC_COOKIE_FILE', flag: 'rpc-cookie-file', description: "bitcoind .cookie file (default: ~/.bitcoin/<network>/.cookie)", parse: asString }),
+  setting({ key: 'zmqEndpoint', file: 'bitcoind.zmq', env: 'TILL_ZMQ', flag: 'zmq', description: 'bitcoind ZMQ endpoint (default: asked of bitcoind)', parse: zmqEndpoint }),
+  setting({ key: 'addressPoolSize', file: 'address_pool_size', env: 'TILL_ADDRESS_POOL_SIZE', flag: 'address-pool-size', description: 'addresses derived ahead per xpub', parse: integer(1, 1_000_000) }),
+  setting({ key: 'allowPrivateCallbacks', file: 'webhooks.allow_private', env: 'TILL_ALLOW_PRIVATE_CALLBACKS', flag: 'allow-private-callbacks', description: 'allow webhooks to loopback, link-local and private addresses', parse: boolean }),
+] as const;
+
+export const DEFAULTS: Omit<Config, 'dataDir'> & { dataDir: string } = {
+  dataDir: './data',
+  host: '127.0.0.1',
+  port: 8080,
+  publicUrl: '',
+  dashboardUrl: '',
+  network: 'main',
+  rates: 'kraken,bitstamp,coinbase',
+  synchronous: 'FULL',
+  minFreeDiskMb: 64,
+  logLevel: 'info',
+  rpcUrl: '',
+  rpcUser: '',
+  rpcPassword: '',
+  rpcCookieFile: '',
+  zmqEndpoint: '',
+  addressPoolSize: 200,
+  allowPrivateCallbacks: false,
+};
+
+/** What `npm start` (serve --demo) runs on: regtest, a fixed rate, no internet needed. */
+export const DEMO_DEFAULTS: Partial<Config> = { network: 'regtest', rates: 'fixed:65000' };
+
+export const CONFIG_FILES = ['till.toml', 'till.json'];
+
+export interface LoadOptions {
+  flags?: Partial<Record<keyof Config, unknown>>;
+  env?: NodeJS.ProcessEnv;
+  demo?: boolean;
+}
+
+function readNested(obj: Record<string, unknown>, dotted: string): unknown {
+  let cur: unknown = obj;
+  for (const part of dotted.split('.')) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<string, unknown>)[part];
+  }
+  return cur;
+}
+
+function readConfigFile(dataDir: string): { path: string; values: Record<string, unknown> } | null {
+  for (const name of CONFIG_FILES) {
+    const path = join(dataDir, name);
+    if (!existsSync(path)) continue;
+    const text = readFileSync(path, 'utf8');
+    try {
+      const values = name.endsWith('.toml') ? parseToml(text) : JSON.parse(text);
+      if (values === null || typeof values !== 'object' || Array.isArray(values)) throw new Error('not a table');
+      return { path, values: values as Record<string, unknown> };
+    } catch (err) {
+      throw new ConfigError(`${path} could not be read: ${(err as Error).message}`);
+    }
+  }
+  return null;
+}
+
+const KNOWN_FILE_KEYS = new Set(SETTINGS.map((s) => s.file));
+
+function listFileKeys(obj: Record<string, unknown>, prefix = ''): string[] {
+  return Object.entries(obj).flatMap(([k, v]) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v) ? listFileKeys(v as Record<string, unknown>, `${prefix}${k}.`) : [`${prefix}${k}`],
+  );
+}
+
+export function loadConfig(opts: LoadOptions = {}): Config {
+  const env = opts.env ?? process.env;
+  const flags = opts.flags ?? {};
+  const layers: Array<[string, (s: (typeof SETTINGS)[number]) => unknown]> = [];
+  // The data dir decides where the file is, so it is resolved first.
+  const dataDirSetting = SETTINGS[0];
+  const dataDir = resolve(
+    String(flags.dataDir ?? env[dataDirSetting.env] ?? DEFAULTS.dataDir),
+  );
+  const file = readConfigFile(dataDir);
+  if (file) {
+    const unknown = listFileKeys(file.values).filter((k) => !KNOWN_FILE_KEYS.has(k));
+    if (unknown.length) throw new ConfigError(`${file.path}: unknown setting ${unknown.map((k) => `"${k}"`).join(', ')}`);
+    layers.push([file.path, (s) => readNested(file.values, s.file)]);
+  }
+  layers.push(['environment', (s) => (env[s.env] === undefined ? undefined : env[s.env])]);
+  layers.push(['flag', (s) => flags[s.key]]);
+
+  const config: Record<string, unknown> = { ...DEFAULTS, ...(opts.demo ? DEMO_DEFAULTS : {}) };
+  for (const s of SETTINGS) {
+    for (const [source, read] of layers) {
+      const raw = read(s);
+      if (raw === undefined) continue;
+      const where = source === 'environment' ? s.env : source === 'flag' ? `--${s.flag}` : `${source}: ${s.file}`;
+      config[s.key] = (s.parse as Parser<unknown>)(raw, where);
+    }
+  }
+  config.dataDir = dataDir;
+  return config as unknown as Config;
+}
+
+/** The config as printed by `till config show`: secrets masked. */
+export function describeConfig(config: Config): Record<string, string | number | boolean> {
+  const out: Record<string, string | number | boolean> = {};
+  for (const s of SETTINGS) {
+    const value = config[s.key];
+    out[s.file] = s.secret && value !== '' ? '********' : value;
+  }
+  return out;
+}
+
+/** Base URL for links: the public URL, else the listen address. */
+export function publicBaseUrl(config: Config, boundPort?: number): string {
+  if (config.publicUrl) return config.publicUrl;
+  const h = config.host.includes(':') ? `[${config.host}]` : config.host;
+  return `http://${h}:${boundPort ?? config.port}`;
+}

@@ -1,0 +1,26 @@
+import type { Db } from './connection.ts';
+
+/** Small named values that are not worth a table: chain tip, last rate, counters. */
+export type MetaRepo = ReturnType<typeof createMetaRepo>;
+
+export function createMetaRepo(db: Db) {
+  const get = db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?');
+  const set = db.prepare<[string, string]>(
+    'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value',
+  );
+  return {
+    get(key: string): string | null {
+      return get.get(key)?.value ?? null;
+    },
+    set(key: string, value: string): void {
+      set.run(key, value);
+    },
+    getJson<T>(key: string): T | null {
+      const v = get.get(key)?.value;
+      return v === undefined ? null : (JSON.parse(v) as T);
+    },
+    setJson(key: string, value: unknown): void {
+      set.run(key, JSON.stringify(value));
+    },
+  };
+}

@@ -1,0 +1,29 @@
+import type Database from 'better-sqlite3';
+import { MIGRATIONS } from './migrations/index.ts';
+
+export class SchemaTooNewError extends Error {
+  override name = 'SchemaTooNewError';
+}
+
+export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;
+
+/**
+ * Applies the bundled migrations in order, each in its own transaction, and
+ * records progress in PRAGMA user_version. A database written by a newer Till
+ * is refused rather than half-understood.
+ */
+export function migrate(db: Database.Database): number {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  if (current > LATEST_SCHEMA_VERSION) {
+    throw new SchemaTooNewError(
+      `this database has schema version ${current}, but this Till knows only up to ${LATEST_SCHEMA_VERSION}: it was written by a newer Till. Upgrade Till, or restore a backup made by this version.`,
+    );
+  }
+  for (const m of MIGRATIONS.slice(current)) {
+    db.transaction(() => {
+      db.exec(m.sql);
+      db.pragma(`user_version = ${m.version}`);
+    }).immediate();
+  }
+  return LATEST_SCHEMA_VERSION;
+}

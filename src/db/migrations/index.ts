@@ -1,0 +1,15 @@
+import { m0001_initial } from './0001_initial.ts';
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+// Bundled into the code (not read from loose files) so the single binary
+// carries its schema. Append only: never edit a released migration.
+export const MIGRATIONS: Migration[] = [m0001_initial];
+
+MIGRATIONS.forEach((m, i) => {
+  if (m.version !== i + 1) throw new Error(`migration ${m.name} is numbered ${m.version}, expected ${i + 1}`);
+});

@@ -1,0 +1,110 @@
+import type { Db } from './connection.ts';
+import type { Env } from '../domain/store.ts';
+
+export interface XpubRecord {
+  id: string;
+  storeId: string;
+  env: Env;
+  keyText: string;
+  scriptType: string;
+  keyNetwork: string;
+  gapLimit: number;
+  nextIndex: number;
+  lastFundedIndex: number | null;
+  lastFundedAt: number | null;
+  status: 'active' | 'retired';
+  createdAt: number;
+  retiredAt: number | null;
+}
+
+interface Row {
+  id: string;
+  store_id: string;
+  env: Env;
+  key_text: string;
+  script_type: string;
+  key_network: string;
+  gap_limit: number;
+  next_index: number;
+  last_funded_index: number | null;
+  last_funded_at: number | null;
+  status: 'active' | 'retired';
+  created_at: number;
+  retired_at: number | null;
+}
+
+const toRecord = (r: Row): XpubRecord => ({
+  id: r.id,
+  storeId: r.store_id,
+  env: r.env,
+  keyText: r.key_text,
+  scriptType: r.script_type,
+  keyNetwork: r.key_network,
+  gapLimit: r.gap_limit,
+  nextIndex: r.next_index,
+  lastFundedIndex: r.last_funded_index,
+  lastFundedAt: r.last_funded_at,
+  status: r.status,
+  createdAt: r.created_at,
+  retiredAt: r.retired_at,
+});
+
+export type XpubsRepo = ReturnType<typeof createXpubsRepo>;
+
+export function createXpubsRepo(db: Db) {
+  const byId = db.prepare<[string], Row>('SELECT * FROM xpubs WHERE id = ?');
+  const active = db.prepare<[string, Env], Row>("SELECT * FROM xpubs WHERE store_id = ? AND env = ? AND status = 'active'");
+  const byKey = db.prepare<[string], Row>('SELECT * FROM xpubs WHERE key_text = ?');
+  const byStore = db.prepare<[string], Row>('SELECT * FROM xpubs WHERE store_id = ? ORDER BY id');
+  const all = db.prepare<[], Row>('SELECT * FROM xpubs ORDER BY id');
+  const allActive = db.prepare<[], Row>("SELECT * FROM xpubs WHERE status = 'active'");
+  const insert = db.prepare(
+    `INSERT INTO xpubs (id, store_id, env, key_text, script_type, key_network, gap_limit, next_index, status, created_at)
+     VALUES (@id, @storeId, @env, @keyText, @scriptType, @keyNetwork, @gapLimit, 0, 'active', @createdAt)`,
+  );
+  const retire = db.prepare<[number, string]>("UPDATE xpubs SET status = 'retired', retired_at = ? WHERE id = ? AND status = 'active'");
+  const reactivate = db.prepare<[number, string]>("UPDATE xpubs SET status = 'active', retired_at = NULL, gap_limit = ? WHERE id = ?");
+  const takeIndex = db.prepare<[string], { next_index: number }>(
+    'UPDATE xpubs SET next_index = next_index + 1 WHERE id = ? RETURNING next_index - 1 AS next_index',
+  );
+  const recordFunding = db.prepare<[number, number, string, number]>(
+    'UPDATE xpubs SET last_funded_index = MAX(COALESCE(last_funded_index, -1), ?), last_funded_at = ? WHERE id = ? AND ? >= 0',
+  );
+  return {
+    get(id: string): XpubRecord | null {
+      const row = byId.get(id);
+      return row ? toRecord(row) : null;
+    },
+    findActive(storeId: string, env: Env): XpubRecord | null {
+      const row = active.get(storeId, env);
+      return row ? toRecord(row) : null;
+    },
+    findByKey(keyText: string): XpubRecord[] {
+      return byKey.all(keyText).map(toRecord);
+    },
+    list(storeId?: string): XpubRecord[] {
+      return (storeId ? byStore.all(storeId) : all.all()).map(toRecord);
+    },
+    listActive(): XpubRecord[] {
+      return allActive.all().map(toRecord);
+    },
+    insert(rec: Pick<XpubRecord, 'id' | 'storeId' | 'env' | 'keyText' | 'scriptType' | 'keyNetwork' | 'gapLimit' | 'createdAt'>): void {
+      insert.run(rec);
+    },
+    retire(id: string, at: number): boolean {
+      return retire.run(at, id).changes === 1;
+    },
+    reactivate(id: string, gapLimit: number): void {
+      reactivate.run(gapLimit, id);
+    },
+    /** Hands out the next receive index; callers run it inside the transaction that uses it. */
+    takeNextIndex(id: string): number {
+      const row = takeIndex.get(id);
+      if (!row) throw new Error(`xpub ${id} vanished`);
+      return row.next_index;
+    },
+    recordFunding(id: string, index: number, at: number): void {
+      recordFunding.run(index, at, id, index);
+    },
+  };
+}

@@ -1,0 +1,50 @@
+// The invoice record as the domain sees it. Times are epoch milliseconds,
+// money is integer sats (fiat as integer cents). The public JSON shape is made
+// from this by src/domain/invoice-view.ts.
+export const INVOICE_STATUSES = ['pending', 'paid', 'late_paid', 'cancelled', 'expired'] as const;
+export type InvoiceStatus = (typeof INVOICE_STATUSES)[number];
+
+export const PAYMENT_STATUSES = ['mempool', 'confirmed', 'replaced'] as const;
+export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
+
+export interface Payment {
+  txid: string;
+  vout: number;
+  amountSats: number;
+  status: PaymentStatus;
+  /** Confirmations now (0 for mempool and replaced). */
+  confirmations: number;
+  blockHeight: number | null;
+  firstSeenAt: number;
+}
+
+export interface FiatPrice {
+  /** Price in integer cents. */
+  amountCents: number;
+  currency: 'USD';
+  /** USD per BTC in integer cents. */
+  rateCentsPerBtc: number;
+  rateSource: string;
+  rateFetchedAt: number;
+}
+
+export interface Invoice {
+  id: string;
+  storeId: string;
+  livemode: boolean;
+  status: InvoiceStatus;
+  amountSats: number;
+  fiat: FiatPrice | null;
+  address: string;
+  confirmationsRequired: number;
+  /** Length of the late window after expiry, in ms. */
+  lateWindowMs: number;
+  expiresAt: number;
+  createdAt: number;
+  paidAt: number | null;
+  cancelledAt: number | null;
+  expiredAt: number | null;
+  metadata: Record<string, string>;
+  callbackUrl: string | null;
+  payments: Payment[];
+}

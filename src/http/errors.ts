@@ -1,0 +1,16 @@
+import { ApiError } from '../domain/errors.ts';
+
+/** The spec's error envelope (section 7) as a Response. */
+export function errorResponse(err: ApiError, requestId: string, headers: Record<string, string> = {}): Response {
+  const body = { error: { code: err.code, message: err.message, request_id: requestId, ...err.extra } };
+  return new Response(JSON.stringify(body), {
+    status: err.status,
+    headers: { 'content-type': 'application/json; charset=utf-8', 'x-request-id': requestId, ...headers },
+  });
+}
+
+/** Anything thrown that is not an ApiError is our bug: a 500 that names only the request id. */
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  return new ApiError('internal_error', 'an internal error occurred; the request id is in the server log');
+}

@@ -1,0 +1,56 @@
+import type { H3Event } from 'h3';
+import { ApiError } from '../../domain/errors.ts';
+
+export const MAX_JSON_BODY_BYTES = 64 * 1024;
+
+/**
+ * Reads a JSON object body: Content-Type must be application/json, the size is
+ * bounded (413 before buffering more than the limit), and anything that is not
+ * a JSON object is a validation_error. Never throws anything but ApiError.
+ */
+export async function readJsonObject(event: H3Event, maxBytes = MAX_JSON_BODY_BYTES): Promise<{ value: Record<string, unknown>; raw: string }> {
+  const type = event.req.headers.get('content-type') ?? '';
+  if (!/^application\/json\s*(;|$)/i.test(type)) {
+    throw new ApiError('unsupported_media_type', 'the request body must be JSON with Content-Type: application/json');
+  }
+  const declared = Number(event.req.headers.get('content-length') ?? '0');
+  if (declared > maxBytes) throw new ApiError('payload_too_large', `the request body must be at most ${maxBytes} bytes`);
+  const raw = await readLimited(event, maxBytes);
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw new ApiError('validation_error', 'the request body is not valid JSON', { param: 'body' });
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new ApiError('validation_error', 'the request body must be a JSON object', { param: 'body' });
+  }
+  return { value: value as Record<string, unknown>, raw };
+}
+
+async function readLimited(event: H3Event, maxBytes: number): Promise<string> {
+  const stream = event.req.body;
+  if (!stream) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > maxBytes) throw new ApiError('payload_too_large', `the request body must be at most ${maxBytes} bytes`);
+      chunks.push(value);
+    }
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    throw new ApiError('validation_error', 'the request body could not be read', { param: 'body' });
+  } finally {
+    reader.releaseLock();
+  }
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks));
+  } catch {
+    throw new ApiError('validation_error', 'the request body is not valid UTF-8', { param: 'body' });
+  }
+}

@@ -1,0 +1,38 @@
+import { randomBytes } from 'node:crypto';
+
+// Prefixed, time-sortable identifiers: prefix + 10 chars of millisecond time +
+// 16 chars (80 bits) of randomness, Crockford base32 in lower case. The random
+// part makes ids unguessable (invoice ids are public capability URLs).
+const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
+
+export type IdPrefix = 'inv' | 'sto' | 'evt' | 'we' | 'dlv' | 'key' | 'xpb' | 'ven' | 'pay';
+
+export function newId(prefix: IdPrefix, nowMs: number): string {
+  let time = '';
+  let t = Math.floor(nowMs);
+  for (let i = 0; i < 10; i++) {
+    time = ALPHABET[t % 32] + time;
+    t = Math.floor(t / 32);
+  }
+  const rnd = randomBytes(10);
+  let random = '';
+  // 80 bits -> 16 base32 chars, 5 bits at a time.
+  let acc = 0;
+  let bits = 0;
+  for (const byte of rnd) {
+    acc = (acc << 8) | byte;
+    bits += 8;
+    while (bits >= 5) {
+      random += ALPHABET[(acc >> (bits - 5)) & 31];
+      bits -= 5;
+    }
+    acc &= (1 << bits) - 1;
+  }
+  return `${prefix}_${time}${random}`;
+}
+
+const ID_BODY = /^[0-9a-hjkmnp-tv-z]{26}$/;
+
+export function isId(prefix: IdPrefix, value: unknown): value is string {
+  return typeof value === 'string' && value.startsWith(prefix + '_') && ID_BODY.test(value.slice(prefix.length + 1));
+}

@@ -1,0 +1,19 @@
+import { pino, type Logger } from 'pino';
+
+export type { Logger };
+
+// Structured JSON lines on stdout. Secrets never reach the logger: callers log
+// key ids and masked values only, and the redact list is a second fence.
+export function createLogger(level: string = 'info', destination?: NodeJS.WritableStream): Logger {
+  return pino(
+    {
+      level,
+      base: undefined,
+      timestamp: pino.stdTimeFunctions.isoTime,
+      redact: { paths: ['*.authorization', '*.password', '*.rpcPassword', '*.secret', '*.key'], censor: '[redacted]' },
+    },
+    destination ?? pino.destination({ fd: 1, sync: false }),
+  );
+}
+
+export const silentLogger: Logger = pino({ level: 'silent' });

@@ -1,0 +1,59 @@
+import { deriveReceiveAddresses } from '../bitcoin/derive.ts';
+import { parseWatchKey, type WatchKey } from '../bitcoin/extended-key.ts';
+import { inTransaction } from '../db/connection.ts';
+import type { PooledAddress } from '../db/address-pool.ts';
+import type { XpubRecord } from '../db/xpubs.ts';
+import type { Context } from './context.ts';
+
+// Elliptic-curve derivation is the slowest step of invoice creation, so each
+// active xpub keeps a pool of addresses derived ahead of its next index.
+// Creation takes the pooled row in its own transaction; only when the pool has
+// run dry does it derive in line.
+
+const parsed = new Map<string, WatchKey>();
+
+function watchKeyOf(ctx: Context, xpub: Pick<XpubRecord, 'id' | 'keyText'>): WatchKey {
+  let key = parsed.get(xpub.id);
+  if (!key) {
+    key = parseWatchKey(xpub.keyText, ctx.config.network, { requireNetworkMatch: false });
+    parsed.set(xpub.id, key);
+  }
+  return key;
+}
+
+export function deriveAddresses(ctx: Context, xpub: Pick<XpubRecord, 'id' | 'keyText'>, from: number, count: number): PooledAddress[] {
+  return deriveReceiveAddresses(watchKeyOf(ctx, xpub), ctx.config.network, from, count);
+}
+
+/** Hands out the xpub's next index with its address. Call inside the transaction that uses it. */
+export function allocateAddress(ctx: Context, xpub: XpubRecord): PooledAddress {
+  const index = ctx.repos.xpubs.takeNextIndex(xpub.id);
+  return ctx.repos.addressPool.take(xpub.id, index) ?? deriveAddresses(ctx, xpub, index, 1)[0]!;
+}
+
+const REFILL_CHUNK = 100;
+
+/**
+ * Tops the pool up to `target` addresses ahead of the next index. Derivation
+ * runs outside any transaction, in chunks that yield to the event loop, so
+ * requests keep flowing while it works.
+ */
+export async function refillAddressPool(ctx: Context, xpubId: string, target = ctx.config.addressPoolSize): Promise<number> {
+  let added = 0;
+  for (;;) {
+    const xpub = ctx.repos.xpubs.get(xpubId);
+    if (!xpub || xpub.status !== 'active') return added;
+    const highest = ctx.repos.addressPool.highestIndex(xpub.id);
+    const from = Math.max(xpub.nextIndex, (highest ?? -1) + 1);
+    const missing = xpub.nextIndex + target - from;
+    if (missing <= 0) return added;
+    const rows = deriveAddresses(ctx, xpub, from, Math.min(missing, REFILL_CHUNK));
+    inTransaction(ctx.db, () => {
+      // Creation may have used some of these indexes while we derived.
+      const next = ctx.repos.xpubs.get(xpub.id)!.nextIndex;
+      ctx.repos.addressPool.insertMany(xpub.id, rows.filter((r) => r.index >= next));
+    });
+    added += rows.length;
+    await new Promise((r) => setImmediate(r));
+  }
+}

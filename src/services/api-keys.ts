@@ -1,0 +1,61 @@
+import { ApiError } from '../domain/errors.ts';
+import type { Env, Store } from '../domain/store.ts';
+import { generateApiKey, hashApiKey, hashesEqual, parseApiKey, readBearer } from '../auth/api-keys.ts';
+import type { ApiKeyRecord } from '../db/api-keys.ts';
+import { inTransaction } from '../db/connection.ts';
+import { newId } from '../ids.ts';
+import type { Context } from './context.ts';
+import { getStore } from './stores.ts';
+
+export function mintApiKey(ctx: Context, storeId: string, env: Env): { record: ApiKeyRecord; key: string } {
+  const key = generateApiKey(env);
+  const record: ApiKeyRecord = {
+    id: newId('key', ctx.clock.now()),
+    storeId,
+    env,
+    secretHash: hashApiKey(key),
+    last4: key.slice(-4),
+    createdAt: ctx.clock.now(),
+    revokedAt: null,
+  };
+  inTransaction(ctx.db, () => {
+    getStore(ctx, storeId);
+    ctx.repos.apiKeys.insert(record);
+  });
+  return { record, key };
+}
+
+export function listApiKeys(ctx: Context, storeId?: string): ApiKeyRecord[] {
+  return ctx.repos.apiKeys.list(storeId);
+}
+
+export function revokeApiKey(ctx: Context, id: string): ApiKeyRecord {
+  return inTransaction(ctx.db, () => {
+    const rec = ctx.repos.apiKeys.get(id);
+    if (!rec) throw new ApiError('not_found', `no API key ${id}`);
+    ctx.repos.apiKeys.revoke(id, ctx.clock.now());
+    return ctx.repos.apiKeys.get(id)!;
+  });
+}
+
+export interface Caller {
+  apiKey: ApiKeyRecord;
+  store: Store;
+}
+
+/** Resolves an Authorization header to its key and store, with the spec's 401/404 codes (spec 5). */
+export function authenticateApiKey(ctx: Context, authorization: string | null | undefined): Caller {
+  const key = readBearer(authorization);
+  if (!key) throw new ApiError('api_key_invalid', 'Authorization: Bearer <API key> is required');
+  if (!parseApiKey(key)) throw new ApiError('api_key_invalid', 'the API key is malformed');
+  const hash = hashApiKey(key);
+  const rec = ctx.repos.apiKeys.findByHash(hash);
+  if (!rec || !hashesEqual(rec.secretHash, hash)) throw new ApiError('api_key_invalid', 'the API key is not known');
+  if (rec.revokedAt !== null) throw new ApiError('api_key_revoked', 'the API key was revoked');
+  const store = ctx.repos.stores.get(rec.storeId);
+  if (!store || store.archivedAt !== null) throw new ApiError('not_found', 'the store of this API key was archived');
+  if (store.mode !== rec.env) {
+    throw new ApiError('api_key_wrong_env', `a ${rec.env} key cannot be used on a store in ${store.mode} mode`);
+  }
+  return { apiKey: rec, store };
+}

@@ -1,0 +1,29 @@
+import { inTransaction } from '../db/connection.ts';
+import { mintApiKey } from './api-keys.ts';
+import type { Context } from './context.ts';
+import { createStore } from './stores.ts';
+import { addXpub } from './xpubs.ts';
+
+// The BIP84 test vector's account key (mnemonic "abandon … about"): its
+// private key is public knowledge, which is exactly right for a demo store
+// whose invoices are simulated. Never use it for real money.
+export const DEMO_XPUB = 'zpub6rFR7y4Q2AijBEqTUquhVz398htDFrtymD9xYYfG1m4wAcvPhXNfE3EfH1r1ADqtfSdVCToUG868RvUUkgDKf31mGDtKsAYz2oz2AGutZYs';
+
+/**
+ * On the first start of an empty data dir, creates a test-mode store with a
+ * key and an API key, so `npm start` gives a till that can take a test
+ * invoice straight away. Returns the API key (shown once) or null when the
+ * data dir was already set up.
+ */
+export function seedDemo(ctx: Context): { storeId: string; apiKey: string } | null {
+  const seeded = inTransaction(ctx.db, () => {
+    if (ctx.repos.meta.get('demo_seeded') || ctx.repos.stores.list().length > 0) return true;
+    ctx.repos.meta.set('demo_seeded', new Date(ctx.clock.now()).toISOString());
+    return false;
+  });
+  if (seeded) return null;
+  const store = createStore(ctx, { name: 'Demo Store', mode: 'test' });
+  addXpub(ctx, { storeId: store.id, env: 'test', key: DEMO_XPUB });
+  const { key } = mintApiKey(ctx, store.id, 'test');
+  return { storeId: store.id, apiKey: key };
+}

@@ -1,0 +1,82 @@
+import { ApiError, invalidField } from '../domain/errors.ts';
+import { STORE_LIMITS, STORE_MODES, type Store, type StoreSettings } from '../domain/store.ts';
+import { newId } from '../ids.ts';
+import { inTransaction } from '../db/connection.ts';
+import type { Context } from './context.ts';
+
+function checkInteger(param: string, value: number, { min, max }: { min: number; max: number }): void {
+  if (!Number.isSafeInteger(value) || value < min || value > max) throw invalidField(param, `${param} must be an integer from ${min} to ${max}`);
+}
+
+/** Checks every field of a settings change; throws validation_error naming the first bad one. */
+export function validateStoreSettings(s: StoreSettings): void {
+  if (s.name !== undefined) {
+    const name = s.name.trim();
+    if (name.length === 0 || name.length > STORE_LIMITS.nameMaxLength || /[\u0000-\u001f\u007f]/.test(name)) {
+      throw invalidField('name', `name must be 1 to ${STORE_LIMITS.nameMaxLength} printable characters`);
+    }
+  }
+  if (s.mode !== undefined && !STORE_MODES.includes(s.mode)) throw invalidField('mode', 'mode must be live or test');
+  if (s.confirmationsRequired !== undefined) checkInteger('confirmations', s.confirmationsRequired, STORE_LIMITS.confirmations);
+  if (s.expiryMinutes !== undefined) checkInteger('expiry_minutes', s.expiryMinutes, STORE_LIMITS.expiryMinutes);
+  if (s.lateWindowMinutes !== undefined) checkInteger('late_window_minutes', s.lateWindowMinutes, STORE_LIMITS.lateWindowMinutes);
+  if (s.logoUrl != null) {
+    let ok = s.logoUrl.length <= STORE_LIMITS.urlMaxLength;
+    try {
+      ok &&= ['https:', 'http:'].includes(new URL(s.logoUrl).protocol);
+    } catch {
+      ok = false;
+    }
+    if (!ok) throw invalidField('logo_url', 'logo_url must be an http(s) URL');
+  }
+  if (s.brandColor != null && !/^#[0-9a-fA-F]{6}$/.test(s.brandColor)) throw invalidField('brand_color', 'brand_color must look like #1a2b3c');
+}
+
+export function createStore(ctx: Context, settings: StoreSettings & { name: string; mode: Store['mode'] }): Store {
+  validateStoreSettings(settings);
+  const store: Store = {
+    id: newId('sto', ctx.clock.now()),
+    name: settings.name.trim(),
+    mode: settings.mode,
+    confirmationsRequired: settings.confirmationsRequired ?? 1,
+    expiryMinutes: settings.expiryMinutes ?? 30,
+    lateWindowMinutes: settings.lateWindowMinutes ?? 7 * 24 * 60,
+    logoUrl: settings.logoUrl ?? null,
+    brandColor: settings.brandColor ?? null,
+    createdAt: ctx.clock.now(),
+    archivedAt: null,
+  };
+  inTransaction(ctx.db, () => ctx.repos.stores.insert(store));
+  return store;
+}
+
+export function getStore(ctx: Context, id: string): Store {
+  const store = ctx.repos.stores.get(id);
+  if (!store) throw new ApiError('not_found', `no store ${id}`);
+  return store;
+}
+
+export function listStores(ctx: Context): Store[] {
+  return ctx.repos.stores.list();
+}
+
+export function updateStore(ctx: Context, id: string, settings: StoreSettings): Store {
+  validateStoreSettings(settings);
+  return inTransaction(ctx.db, () => {
+    const store = getStore(ctx, id);
+    const defined = Object.fromEntries(Object.entries(settings).filter(([, v]) => v !== undefined));
+    const next: Store = { ...store, ...defined, name: (settings.name ?? store.name).trim() };
+    ctx.repos.stores.update(next);
+    return next;
+  });
+}
+
+export function archiveStore(ctx: Context, id: string): Store {
+  return inTransaction(ctx.db, () => {
+    const store = getStore(ctx, id);
+    if (store.archivedAt !== null) return store;
+    const next = { ...store, archivedAt: ctx.clock.now() };
+    ctx.repos.stores.update(next);
+    return next;
+  });
+}

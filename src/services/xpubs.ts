@@ -1,0 +1,82 @@
+import { parseWatchKey } from '../bitcoin/extended-key.ts';
+import { inTransaction } from '../db/connection.ts';
+import type { XpubRecord } from '../db/xpubs.ts';
+import { ApiError, invalidField } from '../domain/errors.ts';
+import type { Env } from '../domain/store.ts';
+import { newId } from '../ids.ts';
+import { deriveAddresses } from './address-pool.ts';
+import type { Context } from './context.ts';
+import { getStore } from './stores.ts';
+
+export const GAP_LIMIT = { default: 20, min: 6, max: 100_000 } as const;
+
+export interface AddXpubInput {
+  storeId: string;
+  env: Env;
+  key: string;
+  gapLimit?: number;
+}
+
+/**
+ * Registers a watch-only key as the store's active key for env, retiring the
+ * one it replaces (whose issued addresses stay watched through their
+ * invoices). Returns the first receive addresses for the merchant to compare
+ * with their wallet.
+ */
+export function addXpub(ctx: Context, input: AddXpubInput): { xpub: XpubRecord; retired: XpubRecord | null; firstAddresses: string[] } {
+  const gapLimit = input.gapLimit ?? GAP_LIMIT.default;
+  if (!Number.isSafeInteger(gapLimit) || gapLimit < GAP_LIMIT.min || gapLimit > GAP_LIMIT.max) {
+    throw invalidField('gap_limit', `gap limit must be an integer from ${GAP_LIMIT.min} to ${GAP_LIMIT.max}`);
+  }
+  const store = getStore(ctx, input.storeId);
+  if (store.archivedAt !== null) throw new ApiError('not_found', `store ${store.id} is archived`);
+  // Live invoices must pay into the configured network; a test store may use
+  // any key, its invoices are driven by simulate.
+  const key = parseWatchKey(input.key.trim(), ctx.config.network, { requireNetworkMatch: input.env === 'live' });
+  const now = ctx.clock.now();
+  const result = inTransaction(ctx.db, () => {
+    const known = ctx.repos.xpubs.findByKey(key.normalized);
+    const elsewhere = known.find((x) => x.storeId !== store.id || x.env !== input.env);
+    if (elsewhere) {
+      throw invalidField('xpub', `this key is already registered for store ${elsewhere.storeId} (${elsewhere.env}); one key serves one store and environment, or addresses would be shared`);
+    }
+    const current = ctx.repos.xpubs.findActive(store.id, input.env);
+    const same = known[0];
+    let retired: XpubRecord | null = null;
+    if (current && current.id !== same?.id) {
+      ctx.repos.xpubs.retire(current.id, now);
+      retired = ctx.repos.xpubs.get(current.id);
+    }
+    let id: string;
+    if (same) {
+      // Re-adding a retired key resumes at its next index: no address is reused.
+      ctx.repos.xpubs.reactivate(same.id, gapLimit);
+      id = same.id;
+    } else {
+      id = newId('xpb', now);
+      ctx.repos.xpubs.insert({ id, storeId: store.id, env: input.env, keyText: key.normalized, scriptType: key.scriptType, keyNetwork: key.keyNetwork, gapLimit, createdAt: now });
+    }
+    return { xpub: ctx.repos.xpubs.get(id)!, retired };
+  });
+  const firstAddresses = deriveAddresses(ctx, result.xpub, 0, 3).map((a) => a.address);
+  return { ...result, firstAddresses };
+}
+
+export function listXpubs(ctx: Context, storeId?: string): XpubRecord[] {
+  return ctx.repos.xpubs.list(storeId);
+}
+
+export function retireXpub(ctx: Context, id: string): XpubRecord {
+  return inTransaction(ctx.db, () => {
+    const x = ctx.repos.xpubs.get(id);
+    if (!x) throw new ApiError('not_found', `no xpub ${id}`);
+    ctx.repos.xpubs.retire(id, ctx.clock.now());
+    return ctx.repos.xpubs.get(id)!;
+  });
+}
+
+/** How many more indexes can be handed out before the gap-limit rule bites. */
+export function gapHeadroom(x: XpubRecord): number {
+  const unfundedRun = x.nextIndex - ((x.lastFundedIndex ?? -1) + 1);
+  return x.gapLimit - 5 - unfundedRun;
+}

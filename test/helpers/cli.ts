@@ -1,0 +1,38 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const TILL = fileURLToPath(new URL('../../cli/till.ts', import.meta.url));
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real `till` CLI as a child process on the pinned Node. */
+export function runTill(args: string[], opts: { dataDir?: string; env?: Record<string, string>; timeoutMs?: number } = {}): Promise<CliResult> {
+  const fullArgs = opts.dataDir ? ['--data-dir', opts.dataDir, ...args] : args;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [TILL, ...fullArgs], {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', TILL_LOG_LEVEL: 'silent', ...opts.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 20_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Runs a command with --json and parses its output; fails the test on a non-zero exit. */
+export async function tillJson<T = any>(args: string[], opts: { dataDir: string; env?: Record<string, string> }): Promise<T> {
+  const r = await runTill(['--json', ...args], opts);
+  if (r.code !== 0) throw new Error(`till ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
+  return JSON.parse(r.stdout) as T;
+}

@@ -1,0 +1,75 @@
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { ConfigError, DEFAULTS, describeConfig, loadConfig } from '../../../src/config.ts';
+import { tempDir } from '../../helpers/temp.ts';
+
+test('defaults listen on loopback with durable commits', (t) => {
+  const dir = tempDir(t);
+  const c = loadConfig({ env: { TILL_DATA_DIR: dir } });
+  assert.equal(c.host, '127.0.0.1');
+  assert.equal(c.port, DEFAULTS.port);
+  assert.equal(c.synchronous, 'FULL');
+  assert.equal(c.network, 'main');
+  assert.equal(c.dataDir, dir);
+});
+
+test('precedence: defaults < demo < till.toml < env < flags', (t) => {
+  const dir = tempDir(t);
+  assert.equal(loadConfig({ env: { TILL_DATA_DIR: dir }, demo: true }).network, 'regtest');
+  writeFileSync(join(dir, 'till.toml'), 'port = 9001\nnetwork = "signet"\nrates = "fixed:70000"\n[bitcoind]\nrpc_user = "alice"\n');
+  const fromFile = loadConfig({ env: { TILL_DATA_DIR: dir }, demo: true });
+  assert.equal(fromFile.port, 9001);
+  assert.equal(fromFile.network, 'signet');
+  assert.equal(fromFile.rpcUser, 'alice');
+  const fromEnv = loadConfig({ env: { TILL_DATA_DIR: dir, TILL_PORT: '9002', TILL_NETWORK: 'test' } });
+  assert.equal(fromEnv.port, 9002);
+  assert.equal(fromEnv.network, 'test');
+  assert.equal(fromEnv.rates, 'fixed:70000');
+  const fromFlag = loadConfig({ env: { TILL_DATA_DIR: dir, TILL_PORT: '9002' }, flags: { port: '9003' } });
+  assert.equal(fromFlag.port, 9003);
+});
+
+test('a JSON config file works too', (t) => {
+  const dir = tempDir(t);
+  writeFileSync(join(dir, 'till.json'), JSON.stringify({ port: 9100, bitcoind: { rpc_password: 'pw' } }));
+  const c = loadConfig({ env: { TILL_DATA_DIR: dir } });
+  assert.equal(c.port, 9100);
+  assert.equal(c.rpcPassword, 'pw');
+});
+
+test('secrets are masked when the config is printed', (t) => {
+  const dir = tempDir(t);
+  const c = loadConfig({ env: { TILL_DATA_DIR: dir, TILL_RPC_PASSWORD: 'hunter2-secret' } });
+  const shown = describeConfig(c);
+  assert.equal(shown['bitcoind.rpc_password'], '********');
+  assert.ok(!JSON.stringify(shown).includes('hunter2'));
+  assert.equal(describeConfig(loadConfig({ env: { TILL_DATA_DIR: dir } }))['bitcoind.rpc_password'], '', 'an unset secret shows as unset');
+});
+
+const invalid: Array<[string, Record<string, string>, RegExp]> = [
+  ['port out of range', { TILL_PORT: '70000' }, /TILL_PORT must be an integer from 0 to 65535/],
+  ['port not a number', { TILL_PORT: '80a' }, /TILL_PORT/],
+  ['unknown network', { TILL_NETWORK: 'mainnet' }, /TILL_NETWORK must be one of main, test, signet, regtest/],
+  ['bad synchronous', { TILL_SYNCHRONOUS: 'OFF' }, /TILL_SYNCHRONOUS/],
+  ['bad public url', { TILL_PUBLIC_URL: 'ftp://x' }, /TILL_PUBLIC_URL must be an http\(s\) URL/],
+  ['bad zmq endpoint', { TILL_ZMQ: 'ipc:///tmp/x' }, /TILL_ZMQ/],
+  ['bad boolean', { TILL_ALLOW_PRIVATE_CALLBACKS: 'yes' }, /true or false/],
+];
+for (const [name, env, message] of invalid) {
+  test(`invalid: ${name}`, (t) => {
+    const dir = tempDir(t);
+    assert.throws(() => loadConfig({ env: { TILL_DATA_DIR: dir, ...env } }), (e: Error) => e instanceof ConfigError && message.test(e.message));
+  });
+}
+
+test('invalid: unknown key or unparsable till.toml names the file', (t) => {
+  const dir = tempDir(t);
+  writeFileSync(join(dir, 'till.toml'), 'prot = 8080\n');
+  assert.throws(() => loadConfig({ env: { TILL_DATA_DIR: dir } }), /till\.toml: unknown setting "prot"/);
+  writeFileSync(join(dir, 'till.toml'), 'port = = 1\n');
+  assert.throws(() => loadConfig({ env: { TILL_DATA_DIR: dir } }), /till\.toml could not be read/);
+  writeFileSync(join(dir, 'till.toml'), 'port = "eighty"\n');
+  assert.throws(() => loadConfig({ env: { TILL_DATA_DIR: dir } }), /till\.toml: port must be an integer/);
+});
