@@ -1,0 +1,204 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ApiError } from '../../../src/domain/errors.ts';
+import {
+  MAX_SATS,
+  centsToSats,
+  formatCents,
+  parseRateToCents,
+  parseUsdAmount,
+  satsToBtcString,
+} from '../../../src/domain/money.ts';
+
+function isAmountError(error: unknown): boolean {
+  return error instanceof ApiError && error.code === 'validation_error' && error.extra.param === 'amount';
+}
+
+describe('parseUsdAmount', () => {
+  const valid: { input: unknown; cents: number }[] = [
+    { input: 12.5, cents: 1250 },
+    { input: '12.50', cents: 1250 },
+    { input: '12.5', cents: 1250 },
+    { input: 19.99, cents: 1999 },
+    { input: 0.1, cents: 10 },
+    { input: '0.01', cents: 1 },
+    { input: 0.01, cents: 1 },
+    { input: 1, cents: 100 },
+    { input: '7', cents: 700 },
+    { input: 1_000_000_000, cents: 100_000_000_000 },
+    { input: '1000000000.00', cents: 100_000_000_000 },
+  ];
+  for (const { input, cents } of valid) {
+    test(`accepts ${JSON.stringify(input)} as ${cents} cents`, () => {
+      assert.equal(parseUsdAmount(input), cents);
+    });
+  }
+
+  const invalid: { input: unknown; why: string }[] = [
+    { input: 0, why: 'zero' },
+    { input: -0, why: 'negative zero' },
+    { input: '0', why: 'zero string' },
+    { input: '0.00', why: 'zero with decimals' },
+    { input: -1, why: 'negative' },
+    { input: '-1.00', why: 'negative string' },
+    { input: 12.345, why: 'three decimals' },
+    { input: '12.345', why: 'three decimals as string' },
+    { input: '12.500', why: 'trailing zero third decimal' },
+    { input: 0.1 + 0.2, why: 'float artefact 0.30000000000000004' },
+    { input: Number.NaN, why: 'NaN' },
+    { input: Number.POSITIVE_INFINITY, why: 'Infinity' },
+    { input: Number.NEGATIVE_INFINITY, why: '-Infinity' },
+    { input: 1e21, why: 'number printed with an exponent' },
+    { input: 1e-7, why: 'tiny number printed with an exponent' },
+    { input: '1e3', why: 'exponent string' },
+    { input: '1E3', why: 'upper-case exponent' },
+    { input: 'NaN', why: 'NaN string' },
+    { input: 'Infinity', why: 'Infinity string' },
+    { input: ' 12', why: 'leading space' },
+    { input: '12 ', why: 'trailing space' },
+    { input: '1 000', why: 'inner space' },
+    { input: '0x10', why: 'hex' },
+    { input: '12.', why: 'dot without decimals' },
+    { input: '.5', why: 'no integer digit' },
+    { input: '+5', why: 'plus sign' },
+    { input: '012', why: 'leading zero' },
+    { input: '1,000', why: 'thousands separator' },
+    { input: '12,50', why: 'decimal comma' },
+    { input: '', why: 'empty string' },
+    { input: '１２', why: 'full-width digits' },
+    { input: 1_000_000_000.01, why: 'above the maximum' },
+    { input: '1000000000.01', why: 'above the maximum as string' },
+    { input: '99999999999', why: 'far above the maximum' },
+    { input: null, why: 'null' },
+    { input: undefined, why: 'undefined' },
+    { input: true, why: 'boolean' },
+    { input: 12n, why: 'bigint' },
+    { input: ['12'], why: 'array' },
+    { input: { value: '12' }, why: 'object' },
+  ];
+  for (const { input, why } of invalid) {
+    test(`rejects ${why}`, () => {
+      assert.throws(() => parseUsdAmount(input), isAmountError);
+    });
+  }
+});
+
+describe('formatCents', () => {
+  const valid: [number, string][] = [
+    [0, '0.00'],
+    [5, '0.05'],
+    [50, '0.50'],
+    [1250, '12.50'],
+    [100, '1.00'],
+    [100_000_000_000, '1000000000.00'],
+  ];
+  for (const [cents, text] of valid) {
+    test(`${cents} -> ${text}`, () => assert.equal(formatCents(cents), text));
+  }
+  for (const bad of [-1, 1.5, Number.NaN, 2 ** 53]) {
+    test(`rejects ${bad}`, () => assert.throws(() => formatCents(bad), RangeError));
+  }
+  test('round-trips with parseUsdAmount', () => {
+    for (const text of ['0.01', '12.50', '999.99', '1000000000.00']) {
+      assert.equal(formatCents(parseUsdAmount(text)), text);
+    }
+  });
+});
+
+describe('parseRateToCents', () => {
+  const valid: { input: string | number; cents: number; why: string }[] = [
+    { input: '97123.4', cents: 9_712_340, why: 'one decimal' },
+    { input: '97123.40000', cents: 9_712_340, why: "Kraken's five decimals" },
+    { input: '97123', cents: 9_712_300, why: 'no decimals' },
+    { input: '97123.405', cents: 9_712_341, why: 'exactly half a cent rounds up' },
+    { input: '97123.404999999', cents: 9_712_340, why: 'just below half a cent rounds down' },
+    { input: '97123.995', cents: 9_712_400, why: 'rounding carries into the dollars' },
+    { input: 97123.4, cents: 9_712_340, why: 'a JSON number, via its decimal string' },
+    { input: '1.00', cents: 100, why: 'the lowest sane rate' },
+    { input: '0.995', cents: 100, why: 'rounds up onto the lowest sane rate' },
+    { input: '100000000', cents: 10_000_000_000, why: 'the highest sane rate' },
+  ];
+  for (const { input, cents, why } of valid) {
+    test(`${why}: ${JSON.stringify(input)} -> ${cents}`, () => assert.equal(parseRateToCents(input), cents));
+  }
+
+  const invalid: { input: string | number; why: string }[] = [
+    { input: '0', why: 'zero' },
+    { input: '0.00', why: 'zero with decimals' },
+    { input: '0.004', why: 'rounds to zero' },
+    { input: '0.99', why: 'below USD 1' },
+    { input: '-97000', why: 'negative' },
+    { input: '100000000.01', why: 'above USD 100M' },
+    { input: '1e5', why: 'exponent' },
+    { input: 1e21, why: 'number printed with an exponent' },
+    { input: Number.NaN, why: 'NaN number' },
+    { input: Number.POSITIVE_INFINITY, why: 'Infinity number' },
+    { input: 'NaN', why: 'NaN string' },
+    { input: '', why: 'empty' },
+    { input: 'abc', why: 'letters' },
+    { input: ' 97000', why: 'leading space' },
+    { input: '97,000.00', why: 'thousands separator' },
+    { input: '0x17AF8', why: 'hex' },
+    { input: '097000', why: 'leading zero' },
+    { input: '97000.', why: 'dot without decimals' },
+    { input: '1'.repeat(500), why: 'absurdly long' },
+  ];
+  for (const { input, why } of invalid) {
+    test(`rejects ${why}`, () => assert.throws(() => parseRateToCents(input), /rate .* (is not a plain decimal|is outside)/));
+  }
+});
+
+describe('centsToSats', () => {
+  // rate 8_000_000 cents ($80,000): 1 cent = exactly 12.5 sats.
+  const valid: { cents: number; rate: number; sats: number; why: string }[] = [
+    { cents: 1250, rate: 6_500_000, sats: 19_231, why: '$12.50 at $65,000 (19230.77 rounds up)' },
+    { cents: 100, rate: 10_000_000, sats: 1_000, why: '$1 at $100,000 exactly' },
+    { cents: 1, rate: 8_000_000, sats: 13, why: 'exactly .5 sat rounds up (12.5)' },
+    { cents: 3, rate: 8_000_000, sats: 38, why: 'exactly .5 sat rounds up (37.5)' },
+    { cents: 1, rate: 8_000_001, sats: 12, why: 'just below .5 sat rounds down (12.4999984)' },
+    { cents: 1, rate: 200_000_000, sats: 1, why: 'exactly half a sat becomes 1' },
+    { cents: 1, rate: 200_000_001, sats: 0, why: 'just under half a sat rounds to 0' },
+    { cents: 1, rate: 10_000_000_000, sats: 0, why: 'a cent at $100M rounds to 0' },
+    { cents: 100_000_000_000, rate: 10_000_000_000, sats: 1_000_000_000, why: 'the largest amount at the highest rate' },
+    { cents: 2_100_000_000, rate: 100, sats: MAX_SATS, why: 'exactly 21M BTC' },
+  ];
+  for (const { cents, rate, sats, why } of valid) {
+    test(why, () => assert.equal(centsToSats(cents, rate), sats));
+  }
+
+  test('more than 21M BTC is invalid_amount', () => {
+    assert.throws(
+      () => centsToSats(100_000_000_000, 100),
+      (error: unknown) => error instanceof ApiError && error.code === 'invalid_amount',
+    );
+  });
+  const bad: [number, number][] = [
+    [1.5, 100],
+    [-1, 100],
+    [100, 0],
+    [100, 1.5],
+    [Number.NaN, 100],
+    [100, 2 ** 53],
+  ];
+  for (const [cents, rate] of bad) {
+    test(`rejects non-integer input (${cents}, ${rate})`, () => assert.throws(() => centsToSats(cents, rate), RangeError));
+  }
+});
+
+describe('satsToBtcString', () => {
+  const valid: [number, string][] = [
+    [0, '0.00000000'],
+    [1, '0.00000001'],
+    [12_345, '0.00012345'],
+    [100_000_000, '1.00000000'],
+    [123_456_789, '1.23456789'],
+    [MAX_SATS, '21000000.00000000'],
+    [Number.MAX_SAFE_INTEGER, '90071992.54740991'],
+  ];
+  for (const [sats, text] of valid) {
+    test(`${sats} -> ${text}`, () => assert.equal(satsToBtcString(sats), text));
+  }
+  for (const bad of [-1, 0.5, Number.NaN, 2 ** 53]) {
+    test(`rejects ${bad}`, () => assert.throws(() => satsToBtcString(bad), RangeError));
+  }
+});
