@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 
 // Prefixed, time-sortable identifiers: prefix + 10 chars of millisecond time +
 // 16 chars (80 bits) of randomness, Crockford base32 in lower case. The random
@@ -35,4 +35,13 @@ const ID_BODY = /^[0-9a-hjkmnp-tv-z]{26}$/;
 
 export function isId(prefix: IdPrefix, value: unknown): value is string {
   return typeof value === 'string' && value.startsWith(prefix + '_') && ID_BODY.test(value.slice(prefix.length + 1));
+}
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** Uniform random base62 text (randomInt rejects biased draws): API keys and webhook secrets. */
+export function randomBase62(length: number): string {
+  let out = '';
+  for (let i = 0; i < length; i++) out += BASE62[randomInt(62)];
+  return out;
 }

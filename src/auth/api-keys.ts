@@ -1,20 +1,18 @@
-import { createHash, randomInt, timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { randomBase62 } from '../ids.ts';
 import type { Env } from '../domain/store.ts';
 
 // API keys: svc_live_ / svc_test_ + 32 base62 characters (~190 bits). Only the
 // SHA-256 of the whole key and its last 4 characters are stored; the key is
 // shown once. A fast hash is right here: the secret is random and long, so
 // there is nothing for a slow hash to protect against.
-const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const SECRET_LENGTH = 32;
 const KEY_PATTERN = /^svc_(live|test)_([0-9A-Za-z]{32})$/;
 
 export const KEY_PREFIX: Record<Env, string> = { live: 'svc_live_', test: 'svc_test_' };
 
 export function generateApiKey(env: Env): string {
-  let secret = '';
-  for (let i = 0; i < SECRET_LENGTH; i++) secret += BASE62[randomInt(62)];
-  return KEY_PREFIX[env] + secret;
+  return KEY_PREFIX[env] + randomBase62(SECRET_LENGTH);
 }
 
 export function hashApiKey(key: string): Buffer {
