@@ -1,0 +1,206 @@
+import { ApiError } from './errors.ts';
+import type { InvoiceEventType } from './event-types.ts';
+import { PAYMENT_STATUSES, type Invoice, type Payment } from './invoice.ts';
+import { isConfirmed, isCounting, sumSats } from './invoice-amounts.ts';
+
+export { amountConfirmed, amountReceived } from './invoice-amounts.ts';
+
+// The invoice state machine (DESIGN.md "Invoice lifecycle"). One pure function
+// takes what happened and the time, and returns the next invoice and the events
+// to write in the same transaction. Both the chain watcher and simulate use it.
+//
+// Decisions the design leaves open:
+// - expired_at is the moment the invoice expired by the rules, not when a worker
+//   noticed: expires_at, even when learned late (after a restart). An invoice
+//   that waited past expires_at for on-time payments and then lost them (RBF,
+//   reorg) expires at the moment that is learned (now).
+// - The late window is [expired_at, expired_at + late window): late payments must
+//   be seen and confirmed inside it; on-time payments confirmed in it count too.
+// - A paid invoice "holds" a payment that is in a block (or, with 0 confirmations
+//   required, counting at all). A shallow reorg that leaves it in a block with
+//   fewer confirmations is not a reversal; back to mempool, replaced or gone is.
+// - firstSeenAt only moves earlier: a watcher that re-learns a payment after a
+//   restart cannot turn an on-time payment into a late one.
+
+export type Fact =
+  /** The complete current list of the invoice's payments, replacing the previous one. */
+  | { kind: 'payments'; payments: Payment[] }
+  /** Time passed (expiry worker). */
+  | { kind: 'tick' }
+  /** POST /v1/invoices/:id/cancel. */
+  | { kind: 'cancel' };
+
+export interface DomainEvent {
+  type: InvoiceEventType;
+  /** The payment a payment_detected or payment_reversed is about. */
+  payment?: { txid: string; vout: number };
+}
+
+export interface Transition {
+  invoice: Invoice;
+  events: DomainEvent[];
+}
+
+/** Confirmations after which a paid invoice's payments are treated as final. */
+export const REORG_SAFE_CONFIRMATIONS = 6;
+
+export function transition(invoice: Invoice, fact: Fact, now: number): Transition {
+  switch (fact.kind) {
+    case 'payments':
+      return applyPayments(invoice, fact.payments, now);
+    case 'tick':
+      return settle(invoice.payments, structuredClone(invoice), now);
+    case 'cancel':
+      return cancel(invoice, now);
+  }
+}
+
+/** Expired and past the late window: nothing can change it any more (HTTP: 410 invoice_expired). */
+export function isFullyExpired(invoice: Invoice, now: number): boolean {
+  return invoice.status === 'expired' && now >= lateWindowEnd(invoice);
+}
+
+/**
+ * Until when the chain watcher must watch the invoice's address: it watches
+ * while `watchUntil` is null (no end yet) or later than now.
+ * - pending: null; the expiry worker ends it, and it may wait for confirmations.
+ * - expired: to the end of the late window.
+ * - cancelled: cancelled_at + late window, so money sent anyway is reported for refund.
+ * - paid, late_paid: null while a counting payment is shallower than
+ *   REORG_SAFE_CONFIRMATIONS (a reorg could still reverse it), then paid_at + late
+ *   window, so a duplicate payment is reported for refund.
+ */
+export function watchUntil(invoice: Invoice): number | null {
+  switch (invoice.status) {
+    case 'pending':
+      return null;
+    case 'expired':
+      return lateWindowEnd(invoice);
+    case 'cancelled':
+      return (invoice.cancelledAt ?? invoice.createdAt) + invoice.lateWindowMs;
+    case 'paid':
+    case 'late_paid': {
+      const safeDepth = Math.max(invoice.confirmationsRequired, REORG_SAFE_CONFIRMATIONS);
+      const shallow = invoice.payments.some((p) => isCounting(p) && p.confirmations < safeDepth);
+      return shallow ? null : (invoice.paidAt ?? invoice.createdAt) + invoice.lateWindowMs;
+    }
+  }
+}
+
+function lateWindowEnd(invoice: Invoice): number {
+  return (invoice.expiredAt ?? invoice.expiresAt) + invoice.lateWindowMs;
+}
+
+function applyPayments(invoice: Invoice, reported: Payment[], now: number): Transition {
+  const payments = mergePayments(invoice.payments, reported);
+  const known = new Set(invoice.payments.map(outpointKey));
+  const detected: DomainEvent[] = payments
+    .filter((p) => !known.has(outpointKey(p)))
+    .map((p) => ({ type: 'invoice.payment_detected', payment: outpointOf(p) }));
+  const settled = settle(invoice.payments, { ...structuredClone(invoice), payments }, now);
+  const reversed = findReversal(invoice, settled.invoice);
+  return {
+    invoice: settled.invoice,
+    events: [...detected, ...settled.events, ...(reversed ? [reversed] : [])],
+  };
+}
+
+/**
+ * Moves a pending invoice to paid or expired, and an expired one to late_paid,
+ * as the payments and the time allow. `previousPayments` tells whether the
+ * invoice was waiting for on-time payments before this fact.
+ */
+function settle(previousPayments: readonly Payment[], invoice: Invoice, now: number): Transition {
+  const events: DomainEvent[] = [];
+  let next = invoice;
+  if (next.status === 'pending') {
+    const onTime = (p: Payment) => p.firstSeenAt < next.expiresAt;
+    const required = next.confirmationsRequired;
+    if (sumSats(next.payments, (p) => onTime(p) && isConfirmed(p, required)) >= next.amountSats) {
+      next = { ...next, status: 'paid', paidAt: now };
+      events.push({ type: 'invoice.paid' });
+    } else if (now >= next.expiresAt && sumSats(next.payments, (p) => onTime(p) && isCounting(p)) < next.amountSats) {
+      const waited = sumSats(previousPayments, (p) => onTime(p) && isCounting(p)) >= next.amountSats;
+      next = { ...next, status: 'expired', expiredAt: waited ? now : next.expiresAt };
+      events.push({ type: 'invoice.expired' });
+    }
+  }
+  if (next.status === 'expired') {
+    // Payments are seen no later than now, so inside the window they were seen inside it too.
+    const required = next.confirmationsRequired;
+    if (now < lateWindowEnd(next) && sumSats(next.payments, (p) => isConfirmed(p, required)) >= next.amountSats) {
+      next = { ...next, status: 'late_paid', paidAt: now };
+      events.push({ type: 'invoice.late_paid' });
+    }
+  }
+  return { invoice: next, events };
+}
+
+function cancel(invoice: Invoice, now: number): Transition {
+  // Time first: a pending invoice whose expiry the worker has not applied yet is expired.
+  const current = settle(invoice.payments, structuredClone(invoice), now).invoice;
+  if (current.status !== 'pending') {
+    throw new ApiError(
+      'invoice_not_cancellable',
+      `Invoice ${invoice.id} is ${current.status}; only a pending invoice can be cancelled.`,
+    );
+  }
+  return {
+    invoice: { ...current, status: 'cancelled', cancelledAt: now },
+    events: [{ type: 'invoice.cancelled' }],
+  };
+}
+
+/** A paid invoice whose held payments stop covering the amount in this fact. */
+function findReversal(before: Invoice, after: Invoice): DomainEvent | null {
+  if (before.status !== 'paid' && before.status !== 'late_paid') return null;
+  const held = (p: Payment) => isCounting(p) && (before.confirmationsRequired === 0 || p.status === 'confirmed');
+  const covered = (payments: readonly Payment[]) => sumSats(payments, held) >= before.amountSats;
+  if (!covered(before.payments) || covered(after.payments)) return null;
+  const stillHeld = new Set(after.payments.filter(held).map(outpointKey));
+  const lost = before.payments.find((p) => held(p) && !stillHeld.has(outpointKey(p)));
+  return { type: 'invoice.payment_reversed', ...(lost ? { payment: outpointOf(lost) } : {}) };
+}
+
+/** Validates the reported list and keeps each payment's earliest sighting. */
+function mergePayments(previous: readonly Payment[], reported: readonly Payment[]): Payment[] {
+  const byOutpoint = new Map(previous.map((p) => [outpointKey(p), p]));
+  const seen = new Set<string>();
+  return reported.map((payment) => {
+    const key = outpointKey(payment);
+    assertPayment(payment, key);
+    if (seen.has(key)) throw new Error(`payments fact lists ${key} twice`);
+    seen.add(key);
+    const earlier = byOutpoint.get(key);
+    if (earlier && earlier.amountSats !== payment.amountSats) {
+      throw new Error(`payments fact changes the amount of ${key} from ${earlier.amountSats} to ${payment.amountSats}`);
+    }
+    const firstSeenAt = earlier ? Math.min(earlier.firstSeenAt, payment.firstSeenAt) : payment.firstSeenAt;
+    return { ...payment, firstSeenAt };
+  });
+}
+
+// The watcher is trusted code, but a bad payment would silently misstate money:
+// fail loudly (a plain Error is an internal error, not a client's fault).
+const PAYMENT_CHECKS: ReadonlyArray<[problem: string, holds: (p: Payment) => boolean]> = [
+  ['txid is not 64 lower-case hex characters', (p) => /^[0-9a-f]{64}$/.test(p.txid)],
+  ['vout is not a non-negative integer', (p) => Number.isSafeInteger(p.vout) && p.vout >= 0],
+  ['amountSats is not a positive integer', (p) => Number.isSafeInteger(p.amountSats) && p.amountSats > 0],
+  ['status is unknown', (p) => PAYMENT_STATUSES.includes(p.status)],
+  ['confirmations is not a non-negative integer', (p) => Number.isSafeInteger(p.confirmations) && p.confirmations >= 0],
+  ['only a confirmed payment has confirmations', (p) => (p.status === 'confirmed') === p.confirmations > 0],
+  ['firstSeenAt is not a time', (p) => Number.isFinite(p.firstSeenAt)],
+];
+
+function assertPayment(payment: Payment, key: string): void {
+  const failed = PAYMENT_CHECKS.find(([, holds]) => !holds(payment));
+  if (failed) throw new Error(`invalid payment ${key}: ${failed[0]}`);
+}
+
+function outpointKey(p: Payment): string {
+  return `${p.txid}:${p.vout}`;
+}
+
+function outpointOf(p: Payment): { txid: string; vout: number } {
+  return { txid: p.txid, vout: p.vout };
+}

@@ -1,0 +1,137 @@
+import { createHash } from 'node:crypto';
+import { ApiError } from './errors.ts';
+import type { Invoice, Payment } from './invoice.ts';
+import { amountReceived, isCounting, sumSats } from './invoice-amounts.ts';
+import { isFullyExpired, transition, type Transition } from './invoice-state.ts';
+
+// Test-mode simulation (DESIGN.md "Simulate"): each event is turned into the
+// fact the chain or the clock would produce and run through the same
+// transition(). What each event does per status:
+//
+//   event            pending                      paid, late_paid   cancelled        expired, in window  fully expired
+//   payment_detected a mempool payment of what is missing (the full amount once covered), in every status
+//   paid             confirm + top up -> paid     409 already_paid  409 not_cancel.  410 expired         410 expired
+//   expired          expiry moved to now          409 already_paid  409 not_cancel.  410 expired         410 expired
+//   late_paid        expire, then late payment    409 already_paid  409 not_cancel.  late payment        410 expired
+//
+// - A cancelled invoice is final: the spec's 409 for "already paid, late_paid,
+//   cancelled or expired" is invoice_not_cancellable; no other code says it.
+// - A pending invoice past expires_at is first brought up to date: if it has
+//   expired, `paid` answers 410 like any expired invoice.
+// - A pending invoice whose on-time payments cover the amount but wait for
+//   confirmations cannot expire (the rules make it wait): `expired` and
+//   `late_paid` answer 409 invoice_already_paid; `paid` confirms them.
+// - `expired` moves expires_at forward to now instead of dating the expiry in
+//   the future, so expires_at, expired_at and the late window stay truthful.
+// - Confirmed synthetic payments have the invoice's required confirmations (at
+//   least 1) and no block height.
+
+export const SIMULATED_EVENTS = ['payment_detected', 'paid', 'late_paid', 'expired'] as const;
+export type SimulatedEvent = (typeof SIMULATED_EVENTS)[number];
+
+export function simulate(invoice: Invoice, event: SimulatedEvent, now: number): Transition {
+  if (invoice.livemode) {
+    throw new ApiError('test_mode_only', `Invoice ${invoice.id} is live; only test invoices can be simulated.`);
+  }
+  switch (event) {
+    case 'payment_detected':
+      return detectPayment(invoice, now);
+    case 'paid':
+      return payOnTime(invoice, now);
+    case 'expired':
+      return expireNow(invoice, now);
+    case 'late_paid':
+      return payLate(invoice, now);
+  }
+}
+
+/**
+ * Synthetic txid for the n-th simulated payment of an invoice: sha256 of a
+ * labelled string, so it is deterministic and cannot be a real transaction.
+ */
+export function syntheticTxid(invoiceId: string, n: number): string {
+  return createHash('sha256').update(`till-simulated-payment:${invoiceId}:${n}`).digest('hex');
+}
+
+function detectPayment(invoice: Invoice, now: number): Transition {
+  const missing = invoice.amountSats - amountReceived(invoice);
+  // Once covered, another payment is a buyer paying twice (a refund to test).
+  const amountSats = missing > 0 ? missing : invoice.amountSats;
+  const payments = addSyntheticPayment(invoice.payments, invoice.id, amountSats, 0, now);
+  return transition(invoice, { kind: 'payments', payments }, now);
+}
+
+function payOnTime(invoice: Invoice, now: number): Transition {
+  const current = transition(invoice, { kind: 'tick' }, now).invoice;
+  if (current.status !== 'pending') throw refuse(current, 'paid');
+  return transition(invoice, { kind: 'payments', payments: confirmAndTopUp(invoice, now) }, now);
+}
+
+function expireNow(invoice: Invoice, now: number): Transition {
+  if (invoice.status !== 'pending') throw refuse(invoice, 'expired');
+  const due = { ...invoice, expiresAt: Math.min(invoice.expiresAt, now) };
+  const result = transition(due, { kind: 'tick' }, now);
+  if (result.invoice.status === 'pending') throw refuseWaiting(invoice, 'expired');
+  return result;
+}
+
+function payLate(invoice: Invoice, now: number): Transition {
+  const expiry = invoice.status === 'pending' ? expireNow(invoice, now) : { invoice, events: [] };
+  const expired = expiry.invoice;
+  if (expired.status !== 'expired' || isFullyExpired(expired, now)) throw refuse(expired, 'late_paid');
+  const paid = transition(expired, { kind: 'payments', payments: confirmAndTopUp(expired, now) }, now);
+  return { invoice: paid.invoice, events: [...expiry.events, ...paid.events] };
+}
+
+/** Confirms every counting payment and adds a confirmed one for what is missing. */
+function confirmAndTopUp(invoice: Invoice, now: number): Payment[] {
+  const confirmations = Math.max(invoice.confirmationsRequired, 1);
+  const confirmed = invoice.payments.map((p): Payment =>
+    isCounting(p) ? { ...p, status: 'confirmed', confirmations: Math.max(p.confirmations, confirmations) } : p,
+  );
+  const missing = invoice.amountSats - sumSats(confirmed, isCounting);
+  return missing > 0 ? addSyntheticPayment(confirmed, invoice.id, missing, confirmations, now) : confirmed;
+}
+
+function addSyntheticPayment(
+  payments: Payment[],
+  invoiceId: string,
+  amountSats: number,
+  confirmations: number,
+  now: number,
+): Payment[] {
+  const taken = new Set(payments.map((p) => p.txid));
+  let n = payments.length;
+  while (taken.has(syntheticTxid(invoiceId, n))) n++; // at most payments.length steps
+  const payment: Payment = {
+    txid: syntheticTxid(invoiceId, n),
+    vout: 0,
+    amountSats,
+    status: confirmations > 0 ? 'confirmed' : 'mempool',
+    confirmations,
+    blockHeight: null,
+    firstSeenAt: now,
+  };
+  return [...payments, payment];
+}
+
+function refuse(invoice: Invoice, event: SimulatedEvent): ApiError {
+  const subject = `Invoice ${invoice.id} is ${invoice.status}`;
+  switch (invoice.status) {
+    case 'paid':
+    case 'late_paid':
+      return new ApiError('invoice_already_paid', `${subject}; simulate ${event} needs an unpaid invoice.`);
+    case 'expired':
+      return new ApiError('invoice_expired', `${subject}; simulate ${event} needs a pending invoice.`);
+    default:
+      return new ApiError('invoice_not_cancellable', `${subject}; a ${invoice.status} invoice is final.`);
+  }
+}
+
+function refuseWaiting(invoice: Invoice, event: SimulatedEvent): ApiError {
+  return new ApiError(
+    'invoice_already_paid',
+    `Invoice ${invoice.id} is covered by on-time payments waiting for confirmations, so it cannot expire; ` +
+      `simulate paid confirms them (simulate ${event} refused).`,
+  );
+}

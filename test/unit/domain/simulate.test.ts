@@ -1,0 +1,309 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ApiError, type ErrorCode } from '../../../src/domain/errors.ts';
+import { amountReceived } from '../../../src/domain/invoice-amounts.ts';
+import type { Invoice, InvoiceStatus } from '../../../src/domain/invoice.ts';
+import { transition, type Transition } from '../../../src/domain/invoice-state.ts';
+import { SIMULATED_EVENTS, simulate, syntheticTxid, type SimulatedEvent } from '../../../src/domain/simulate.ts';
+import {
+  AMOUNT,
+  CANCELLED,
+  DAY,
+  EXPIRED,
+  EXPIRES,
+  HOUR,
+  LATE_PAID,
+  LATE_WINDOW,
+  MINUTE,
+  PAID,
+  T0,
+  confirmed,
+  deepFreeze,
+  describeEvents,
+  makeInvoice,
+  mempool,
+  nameTxid,
+  replaced,
+} from './invoice.fixtures.ts';
+
+// Synthetic txids show as 'sim<n>' (the n-th simulated payment of the invoice).
+function nameSynthetic(invoice: Invoice): (txid: string) => string | undefined {
+  return (value) => {
+    for (let n = 0; n < 10; n++) if (syntheticTxid(invoice.id, n) === value) return `sim${n}`;
+    return undefined;
+  };
+}
+
+function describePayments(result: Transition): string[] {
+  const name = nameSynthetic(result.invoice);
+  return result.invoice.payments.map(
+    (p) => `${nameTxid(p.txid, name)}:${p.amountSats}:${p.status}:${p.confirmations}`,
+  );
+}
+
+type Outcome =
+  | { status: InvoiceStatus; events: string[]; payments: string[] }
+  | { error: ErrorCode; httpStatus: number };
+
+interface Row {
+  name: string;
+  invoice: Invoice;
+  now: number;
+  outcomes: Record<SimulatedEvent, Outcome>;
+}
+
+const already = { error: 'invoice_already_paid', httpStatus: 409 } as const;
+const gone = { error: 'invoice_expired', httpStatus: 410 } as const;
+const final = { error: 'invoice_not_cancellable', httpStatus: 409 } as const;
+
+// Every simulate event on every status the invoice can be in.
+const rows: Row[] = [
+  {
+    name: 'pending',
+    invoice: makeInvoice(),
+    now: T0 + 5 * MINUTE,
+    outcomes: {
+      payment_detected: { status: 'pending', events: ['payment_detected:sim0'], payments: ['sim0:100000:mempool:0'] },
+      paid: { status: 'paid', events: ['payment_detected:sim0', 'paid'], payments: ['sim0:100000:confirmed:1'] },
+      expired: { status: 'expired', events: ['expired'], payments: [] },
+      late_paid: { status: 'late_paid', events: ['expired', 'payment_detected:sim0', 'late_paid'], payments: ['sim0:100000:confirmed:1'] },
+    },
+  },
+  {
+    name: 'pending, partly paid',
+    invoice: makeInvoice({ payments: [mempool('a', 30_000, T0 + MINUTE)] }),
+    now: T0 + 5 * MINUTE,
+    outcomes: {
+      payment_detected: { status: 'pending', events: ['payment_detected:sim1'], payments: ['a:30000:mempool:0', 'sim1:70000:mempool:0'] },
+      paid: { status: 'paid', events: ['payment_detected:sim1', 'paid'], payments: ['a:30000:confirmed:1', 'sim1:70000:confirmed:1'] },
+      expired: { status: 'expired', events: ['expired'], payments: ['a:30000:mempool:0'] },
+      late_paid: { status: 'late_paid', events: ['expired', 'payment_detected:sim1', 'late_paid'], payments: ['a:30000:confirmed:1', 'sim1:70000:confirmed:1'] },
+    },
+  },
+  {
+    name: 'pending past expires_at (expiry not applied yet)',
+    invoice: makeInvoice(),
+    now: EXPIRES + MINUTE,
+    outcomes: {
+      payment_detected: { status: 'expired', events: ['payment_detected:sim0', 'expired'], payments: ['sim0:100000:mempool:0'] },
+      paid: gone,
+      expired: { status: 'expired', events: ['expired'], payments: [] },
+      late_paid: { status: 'late_paid', events: ['expired', 'payment_detected:sim0', 'late_paid'], payments: ['sim0:100000:confirmed:1'] },
+    },
+  },
+  {
+    name: 'pending, waiting past expiry for on-time payments to confirm',
+    invoice: makeInvoice({ payments: [mempool('a', AMOUNT, EXPIRES - MINUTE)] }),
+    now: EXPIRES + MINUTE,
+    outcomes: {
+      payment_detected: { status: 'pending', events: ['payment_detected:sim1'], payments: ['a:100000:mempool:0', 'sim1:100000:mempool:0'] },
+      paid: { status: 'paid', events: ['paid'], payments: ['a:100000:confirmed:1'] },
+      expired: already,
+      late_paid: already,
+    },
+  },
+  {
+    name: 'paid',
+    invoice: PAID,
+    now: EXPIRES + DAY,
+    outcomes: {
+      payment_detected: { status: 'paid', events: ['payment_detected:sim1'], payments: ['a:100000:confirmed:1', 'sim1:100000:mempool:0'] },
+      paid: already,
+      expired: already,
+      late_paid: already,
+    },
+  },
+  {
+    name: 'late_paid',
+    invoice: LATE_PAID,
+    now: EXPIRES + 2 * DAY,
+    outcomes: {
+      payment_detected: { status: 'late_paid', events: ['payment_detected:sim1'], payments: ['a:100000:confirmed:1', 'sim1:100000:mempool:0'] },
+      paid: already,
+      expired: already,
+      late_paid: already,
+    },
+  },
+  {
+    name: 'cancelled',
+    invoice: CANCELLED,
+    now: EXPIRES + DAY,
+    outcomes: {
+      payment_detected: { status: 'cancelled', events: ['payment_detected:sim0'], payments: ['sim0:100000:mempool:0'] },
+      paid: final,
+      expired: final,
+      late_paid: final,
+    },
+  },
+  {
+    name: 'expired, in the late window',
+    invoice: EXPIRED,
+    now: EXPIRES + DAY,
+    outcomes: {
+      payment_detected: { status: 'expired', events: ['payment_detected:sim0'], payments: ['sim0:100000:mempool:0'] },
+      paid: gone,
+      expired: gone,
+      late_paid: { status: 'late_paid', events: ['payment_detected:sim0', 'late_paid'], payments: ['sim0:100000:confirmed:1'] },
+    },
+  },
+  {
+    name: 'expired, underpaid, in the late window',
+    invoice: makeInvoice({ status: 'expired', expiredAt: EXPIRES, payments: [mempool('a', 30_000, T0 + MINUTE)] }),
+    now: EXPIRES + DAY,
+    outcomes: {
+      payment_detected: { status: 'expired', events: ['payment_detected:sim1'], payments: ['a:30000:mempool:0', 'sim1:70000:mempool:0'] },
+      paid: gone,
+      expired: gone,
+      late_paid: { status: 'late_paid', events: ['payment_detected:sim1', 'late_paid'], payments: ['a:30000:confirmed:1', 'sim1:70000:confirmed:1'] },
+    },
+  },
+  {
+    name: 'fully expired',
+    invoice: EXPIRED,
+    now: EXPIRES + LATE_WINDOW,
+    outcomes: {
+      payment_detected: { status: 'expired', events: ['payment_detected:sim0'], payments: ['sim0:100000:mempool:0'] },
+      paid: gone,
+      expired: gone,
+      late_paid: gone,
+    },
+  },
+];
+
+describe('simulate: every event x every status', () => {
+  for (const row of rows) {
+    for (const event of SIMULATED_EVENTS) {
+      const outcome = row.outcomes[event];
+      test(`${event} on ${row.name}`, () => {
+        if ('error' in outcome) {
+          assert.throws(
+            () => simulate(row.invoice, event, row.now),
+            (err: unknown) => err instanceof ApiError && err.code === outcome.error && err.status === outcome.httpStatus,
+          );
+          return;
+        }
+        const result = simulate(row.invoice, event, row.now);
+        assert.equal(result.invoice.status, outcome.status);
+        assert.deepEqual(describeEvents(result.events, nameSynthetic(row.invoice)), outcome.events);
+        assert.deepEqual(describePayments(result), outcome.payments);
+        for (const p of result.invoice.payments.slice(row.invoice.payments.length)) {
+          assert.equal(p.firstSeenAt, row.now, 'a simulated payment is seen now');
+        }
+      });
+    }
+  }
+});
+
+describe('simulate: timestamps', () => {
+  test('expired brings the expiry forward to now: expires_at = expired_at = now', () => {
+    const now = T0 + 5 * MINUTE;
+    const { invoice } = simulate(makeInvoice(), 'expired', now);
+    assert.equal(invoice.expiresAt, now);
+    assert.equal(invoice.expiredAt, now);
+  });
+
+  test('expired on an invoice already past expires_at keeps expires_at as the expiry time', () => {
+    const { invoice } = simulate(makeInvoice(), 'expired', EXPIRES + HOUR);
+    assert.equal(invoice.expiresAt, EXPIRES);
+    assert.equal(invoice.expiredAt, EXPIRES);
+  });
+
+  test('expired, then late_paid later: the late window runs from the simulated expiry', () => {
+    const expiredAt = T0 + 5 * MINUTE;
+    const expired = simulate(makeInvoice(), 'expired', expiredAt).invoice;
+    const paid = simulate(expired, 'late_paid', expiredAt + HOUR).invoice;
+    assert.deepEqual([paid.status, paid.expiredAt, paid.paidAt], ['late_paid', expiredAt, expiredAt + HOUR]);
+    assert.throws(() => simulate(expired, 'late_paid', expiredAt + LATE_WINDOW), { code: 'invoice_expired' });
+  });
+
+  test('payment_detected then paid: the detected payment confirms, nothing is added', () => {
+    const detected = simulate(makeInvoice(), 'payment_detected', T0 + MINUTE);
+    const paid = simulate(detected.invoice, 'paid', T0 + 11 * MINUTE);
+    assert.deepEqual(describePayments(paid), ['sim0:100000:confirmed:1']);
+    assert.deepEqual(describeEvents(paid.events), ['paid']);
+    assert.equal(paid.invoice.paidAt, T0 + 11 * MINUTE);
+    assert.equal(paid.invoice.payments[0]?.firstSeenAt, T0 + MINUTE);
+  });
+
+  test('payment_detected then expired: an unconfirmed payment covering the amount waits (409)', () => {
+    const detected = simulate(makeInvoice(), 'payment_detected', T0 + MINUTE);
+    assert.throws(() => simulate(detected.invoice, 'expired', T0 + 2 * MINUTE), {
+      code: 'invoice_already_paid',
+      message: /waiting for confirmations/,
+    });
+  });
+});
+
+describe('simulate: confirmations', () => {
+  const valid: Array<[required: number, event: SimulatedEvent, events: string[], payments: string[]]> = [
+    [0, 'payment_detected', ['payment_detected:sim0', 'paid'], ['sim0:100000:mempool:0']],
+    [0, 'paid', ['payment_detected:sim0', 'paid'], ['sim0:100000:confirmed:1']],
+    [1, 'paid', ['payment_detected:sim0', 'paid'], ['sim0:100000:confirmed:1']],
+    [6, 'paid', ['payment_detected:sim0', 'paid'], ['sim0:100000:confirmed:6']],
+    [6, 'late_paid', ['expired', 'payment_detected:sim0', 'late_paid'], ['sim0:100000:confirmed:6']],
+  ];
+  for (const [required, event, events, payments] of valid) {
+    test(`${event} with ${required} required`, () => {
+      const invoice = makeInvoice({ confirmationsRequired: required });
+      const result = simulate(invoice, event, T0 + MINUTE);
+      assert.deepEqual(describeEvents(result.events, nameSynthetic(invoice)), events);
+      assert.deepEqual(describePayments(result), payments);
+    });
+  }
+
+  test('paid keeps a deeper payment as it is and leaves replaced payments replaced', () => {
+    const invoice = makeInvoice({
+      payments: [confirmed('a', 30_000, T0 + MINUTE, 3), replaced('b', AMOUNT, T0 + MINUTE)],
+    });
+    const result = simulate(invoice, 'paid', T0 + 5 * MINUTE);
+    assert.deepEqual(describePayments(result), ['a:30000:confirmed:3', 'b:100000:replaced:0', 'sim2:70000:confirmed:1']);
+    assert.equal(amountReceived(result.invoice), AMOUNT);
+  });
+});
+
+describe('simulate: synthetic txids', () => {
+  test('are 64 hex characters, deterministic, distinct per payment and per invoice', () => {
+    const ids = [syntheticTxid('inv_a', 0), syntheticTxid('inv_a', 1), syntheticTxid('inv_b', 0)];
+    for (const id of ids) assert.match(id, /^[0-9a-f]{64}$/);
+    assert.equal(new Set(ids).size, 3);
+    assert.equal(syntheticTxid('inv_a', 0), ids[0]);
+    const first = simulate(makeInvoice(), 'payment_detected', T0 + MINUTE);
+    const again = simulate(makeInvoice(), 'payment_detected', T0 + MINUTE);
+    assert.deepEqual(first, again);
+  });
+
+  test('skip one already in the list (after a payment vanished)', () => {
+    const base = makeInvoice();
+    const twoDetected = simulate(simulate(base, 'payment_detected', T0 + MINUTE).invoice, 'payment_detected', T0 + 2 * MINUTE);
+    const [, second] = twoDetected.invoice.payments;
+    assert.ok(second);
+    const firstGone = transition(twoDetected.invoice, { kind: 'payments', payments: [second] }, T0 + 3 * MINUTE);
+    const third = simulate(firstGone.invoice, 'payment_detected', T0 + 4 * MINUTE);
+    assert.deepEqual(describePayments(third), ['sim1:100000:mempool:0', 'sim2:100000:mempool:0']);
+  });
+});
+
+describe('simulate: refusals', () => {
+  for (const event of SIMULATED_EVENTS) {
+    test(`${event} on a live invoice: 403 test_mode_only`, () => {
+      assert.throws(
+        () => simulate(makeInvoice({ livemode: true }), event, T0 + MINUTE),
+        (err: unknown) => err instanceof ApiError && err.code === 'test_mode_only' && err.status === 403,
+      );
+    });
+  }
+
+  test('messages name the invoice and its status', () => {
+    assert.throws(() => simulate(PAID, 'paid', EXPIRES), { message: `Invoice ${PAID.id} is paid; simulate paid needs an unpaid invoice.` });
+    assert.throws(() => simulate(CANCELLED, 'expired', EXPIRES), { message: /is cancelled; a cancelled invoice is final/ });
+  });
+
+  for (const event of SIMULATED_EVENTS) {
+    test(`${event} never mutates its input`, () => {
+      const invoice = makeInvoice({ payments: [mempool('a', 30_000, T0 + MINUTE)] });
+      const before = structuredClone(invoice);
+      simulate(deepFreeze(invoice), event, T0 + 5 * MINUTE);
+      assert.deepEqual(invoice, before);
+    });
+  }
+});
