@@ -3,8 +3,12 @@ import type { Config } from './config.ts';
 import { openDatabase } from './db/connection.ts';
 import { LATEST_SCHEMA_VERSION } from './db/migrate.ts';
 import { createLogger, type Logger } from './log.ts';
+import { parseRateSources } from './rates/provider.ts';
+import { RateService, type StoredRate } from './rates/rate-service.ts';
 import { refillAddressPool } from './services/address-pool.ts';
 import { createContext, type Context } from './services/context.ts';
+import { IDEMPOTENCY_TTL_MS, expireDueInvoices } from './services/invoices.ts';
+import { startLoop } from './services/workers.ts';
 import { VERSION } from './version.ts';
 
 export interface HealthReport {
@@ -13,6 +17,7 @@ export interface HealthReport {
   network: Config['network'];
   schema_version: number;
   uptime_seconds: number;
+  rates: { status: 'ok' | 'unavailable'; usd_per_btc: string | null; source: string | null; fetched_at: string | null };
 }
 
 /**
@@ -24,7 +29,7 @@ export interface Runtime {
   ctx: Context;
   logger: Logger;
   health(): HealthReport;
-  /** Starts background work (pool refills, and later the chain watcher and workers). */
+  /** Starts background work: rate refresh, expiry, pool refills, housekeeping. */
   start(): void;
   stop(): Promise<void>;
 }
@@ -32,14 +37,32 @@ export interface Runtime {
 export interface RuntimeOptions {
   clock?: Clock;
   logger?: Logger;
+  /** Tests point the exchange providers at a local fake. */
+  rateBaseUrls?: { kraken?: string; bitstamp?: string; coinbase?: string };
+  expiryIntervalMs?: number;
 }
+
+const RATE_KEY = 'usd_rate';
 
 export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtime {
   const clock = opts.clock ?? systemClock;
   const logger = opts.logger ?? createLogger(config.logLevel);
+  const providers = parseRateSources(config.rates, { baseUrls: opts.rateBaseUrls });
   const db = openDatabase(config.dataDir, { synchronous: config.synchronous });
   const ctx = createContext(db, clock, config);
+  ctx.rates = new RateService({
+    providers,
+    clock,
+    logger,
+    store: {
+      load: () => ctx.repos.meta.getJson<StoredRate>(RATE_KEY),
+      save: (rate) => ctx.repos.meta.setJson(RATE_KEY, rate),
+    },
+  });
+  // Until the chain watcher runs, nothing is waiting on a catch-up.
+  ctx.chain.caughtUp = true;
   const startedAt = clock.now();
+  const loops: Array<{ stop(): Promise<void> }> = [];
   let stopped = false;
 
   async function refillAllPools(): Promise<void> {
@@ -49,21 +72,40 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
     }
   }
 
+  function rateHealth(): HealthReport['rates'] {
+    try {
+      const r = ctx.rates!.current();
+      return { status: 'ok', usd_per_btc: (r.rateCentsPerBtc / 100).toFixed(2), source: r.source, fetched_at: new Date(r.fetchedAt).toISOString() };
+    } catch {
+      return { status: 'unavailable', usd_per_btc: null, source: null, fetched_at: null };
+    }
+  }
+
   return {
     ctx,
     logger,
-    health: () => ({
-      status: 'ok',
-      version: VERSION,
-      network: config.network,
-      schema_version: LATEST_SCHEMA_VERSION,
-      uptime_seconds: Math.floor((clock.now() - startedAt) / 1000),
-    }),
+    health() {
+      const rates = rateHealth();
+      return {
+        status: 'ok',
+        version: VERSION,
+        network: config.network,
+        schema_version: LATEST_SCHEMA_VERSION,
+        uptime_seconds: Math.floor((clock.now() - startedAt) / 1000),
+        rates,
+      };
+    },
     start() {
+      ctx.rates!.start();
+      loops.push(startLoop('expiry', opts.expiryIntervalMs ?? 1000, logger, () => expireDueInvoices(ctx)));
+      loops.push(startLoop('address-pool', 5000, logger, refillAllPools));
+      loops.push(startLoop('idempotency-purge', 60_000, logger, () => ctx.repos.idempotency.purgeBefore(clock.now() - IDEMPOTENCY_TTL_MS, 10_000)));
       refillAllPools().catch((err) => logger.error({ err }, 'address pool refill failed'));
     },
     async stop() {
       stopped = true;
+      await ctx.rates!.stop();
+      await Promise.all(loops.map((l) => l.stop()));
       db.close();
     },
   };

@@ -15,6 +15,8 @@ export interface Payment {
   /** Confirmations now (0 for mempool and replaced). */
   confirmations: number;
   blockHeight: number | null;
+  /** The block that confirmed it (chain payments only). */
+  blockHash?: string | null;
   firstSeenAt: number;
 }
 

@@ -3,9 +3,15 @@ import { ApiError } from '../domain/errors.ts';
 /** The spec's error envelope (section 7) as a Response. */
 export function errorResponse(err: ApiError, requestId: string, headers: Record<string, string> = {}): Response {
   const body = { error: { code: err.code, message: err.message, request_id: requestId, ...err.extra } };
+  const retryAfter = err.extra.retry_after_seconds;
   return new Response(JSON.stringify(body), {
     status: err.status,
-    headers: { 'content-type': 'application/json; charset=utf-8', 'x-request-id': requestId, ...headers },
+    headers: {
+      ...headers,
+      'content-type': 'application/json; charset=utf-8',
+      'x-request-id': requestId,
+      ...(typeof retryAfter === 'number' ? { 'retry-after': String(retryAfter) } : {}),
+    },
   });
 }
 

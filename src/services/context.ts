@@ -1,18 +1,41 @@
 import type { Clock } from '../clock.ts';
-import type { Config } from '../config.ts';
+import { publicBaseUrl, type Config } from '../config.ts';
 import type { Db } from '../db/connection.ts';
 import { createAddressPoolRepo } from '../db/address-pool.ts';
 import { createApiKeysRepo } from '../db/api-keys.ts';
+import { createEventsRepo } from '../db/events.ts';
+import { createIdempotencyRepo } from '../db/idempotency.ts';
+import { createInvoicesRepo } from '../db/invoices.ts';
 import { createMetaRepo } from '../db/meta.ts';
 import { createStoresRepo } from '../db/stores.ts';
+import { createWriteQueue, type WriteQueue } from '../db/write-queue.ts';
 import { createXpubsRepo } from '../db/xpubs.ts';
+import type { RateService } from '../rates/rate-service.ts';
+import { InvoiceFeed } from './invoice-feed.ts';
 
-/** Everything a use case needs: the database with its repositories, the clock, the config. */
+/** What the chain watcher reports; invoice creation and expiry read it. */
+export interface ChainState {
+  connected: boolean;
+  initialBlockDownload: boolean;
+  /** False until the first catch-up after start has finished: no live invoice expires before. */
+  caughtUp: boolean;
+  tipHeight: number | null;
+}
+
+/** Everything a use case needs: the database with its repositories, the clock, the config, shared state. */
 export interface Context {
   db: Db;
   clock: Clock;
   config: Config;
   repos: ReturnType<typeof createRepos>;
+  /** Group-committed writes for the hot paths (invoice creation, transitions). */
+  writes: WriteQueue;
+  feed: InvoiceFeed;
+  chain: ChainState;
+  /** Set by the runtime; admin commands run without one. */
+  rates: RateService | null;
+  /** Where buyers reach Till: checkout links are built on it. */
+  baseUrl: string;
 }
 
 function createRepos(db: Db) {
@@ -21,10 +44,23 @@ function createRepos(db: Db) {
     apiKeys: createApiKeysRepo(db),
     xpubs: createXpubsRepo(db),
     addressPool: createAddressPoolRepo(db),
+    invoices: createInvoicesRepo(db),
+    events: createEventsRepo(db),
+    idempotency: createIdempotencyRepo(db),
     meta: createMetaRepo(db),
   };
 }
 
 export function createContext(db: Db, clock: Clock, config: Config): Context {
-  return { db, clock, config, repos: createRepos(db) };
+  return {
+    db,
+    clock,
+    config,
+    repos: createRepos(db),
+    writes: createWriteQueue(db),
+    feed: new InvoiceFeed(),
+    chain: { connected: false, initialBlockDownload: false, caughtUp: false, tipHeight: null },
+    rates: null,
+    baseUrl: publicBaseUrl(config),
+  };
 }

@@ -86,15 +86,13 @@ CREATE TABLE invoices (
   expired_at             INTEGER,
   metadata               TEXT NOT NULL DEFAULT '{}',
   callback_url           TEXT,
-  -- Bumped on every change: the SSE event id and the change feed's cursor.
-  version                INTEGER NOT NULL DEFAULT 1,
-  updated_seq            INTEGER NOT NULL DEFAULT 0
+  -- Bumped on every change: the SSE event id of the snapshot.
+  version                INTEGER NOT NULL DEFAULT 1
 ) STRICT;
 CREATE UNIQUE INDEX invoices_xpub_index ON invoices(xpub_id, address_index);
 CREATE INDEX invoices_list ON invoices(store_id, livemode, id);
 CREATE INDEX invoices_list_status ON invoices(store_id, livemode, status, id);
 CREATE INDEX invoices_pending_due ON invoices(expires_at) WHERE status = 'pending';
-CREATE INDEX invoices_updated ON invoices(updated_seq);
 
 CREATE TABLE payments (
   txid          TEXT NOT NULL,
@@ -104,6 +102,8 @@ CREATE TABLE payments (
   status        TEXT NOT NULL CHECK (status IN ('mempool', 'confirmed', 'replaced')),
   block_hash    TEXT,
   block_height  INTEGER,
+  -- As of the last block processed; the watcher refreshes it while it matters.
+  confirmations INTEGER NOT NULL DEFAULT 0,
   first_seen_at INTEGER NOT NULL,
   PRIMARY KEY (txid, vout)
 ) STRICT, WITHOUT ROWID;

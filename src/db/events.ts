@@ -1,0 +1,56 @@
+import type { Db } from './connection.ts';
+
+export interface EventRecord {
+  seq: number;
+  id: string;
+  type: string;
+  storeId: string;
+  invoiceId: string | null;
+  livemode: boolean;
+  createdAt: number;
+  /** The webhook body, fixed when the event is written. */
+  body: string;
+}
+
+interface Row {
+  seq: number;
+  id: string;
+  type: string;
+  store_id: string;
+  invoice_id: string | null;
+  livemode: number;
+  created_at: number;
+  body: string;
+}
+
+const toRecord = (r: Row): EventRecord => ({
+  seq: r.seq,
+  id: r.id,
+  type: r.type,
+  storeId: r.store_id,
+  invoiceId: r.invoice_id,
+  livemode: r.livemode === 1,
+  createdAt: r.created_at,
+  body: r.body,
+});
+
+export type EventsRepo = ReturnType<typeof createEventsRepo>;
+
+export function createEventsRepo(db: Db) {
+  const insert = db.prepare(
+    'INSERT INTO events (id, type, store_id, invoice_id, livemode, created_at, body) VALUES (@id, @type, @storeId, @invoiceId, @livemode, @createdAt, @body)',
+  );
+  const ofInvoice = db.prepare<[string], Row>('SELECT * FROM events WHERE invoice_id = ? ORDER BY seq');
+  const after = db.prepare<[number, number], Row>('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?');
+  return {
+    insert(e: Omit<EventRecord, 'seq'>): void {
+      insert.run({ ...e, livemode: e.livemode ? 1 : 0 });
+    },
+    listForInvoice(invoiceId: string): EventRecord[] {
+      return ofInvoice.all(invoiceId).map(toRecord);
+    },
+    listAfter(seq: number, limit: number): EventRecord[] {
+      return after.all(seq, limit).map(toRecord);
+    },
+  };
+}

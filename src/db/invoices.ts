@@ -1,0 +1,214 @@
+import type { Db } from './connection.ts';
+import type { Invoice, InvoiceStatus, Payment } from '../domain/invoice.ts';
+
+interface InvoiceRow {
+  id: string;
+  store_id: string;
+  livemode: number;
+  status: InvoiceStatus;
+  amount_sats: number;
+  fiat_amount_cents: number | null;
+  currency: 'USD' | null;
+  rate_cents_per_btc: number | null;
+  rate_source: string | null;
+  rate_fetched_at: number | null;
+  xpub_id: string;
+  address_index: number;
+  address: string;
+  script_hex: string;
+  confirmations_required: number;
+  late_window_ms: number;
+  expires_at: number;
+  created_at: number;
+  paid_at: number | null;
+  cancelled_at: number | null;
+  expired_at: number | null;
+  metadata: string;
+  callback_url: string | null;
+  version: number;
+}
+
+interface PaymentRow {
+  txid: string;
+  vout: number;
+  invoice_id: string;
+  amount_sats: number;
+  status: Payment['status'];
+  block_hash: string | null;
+  block_height: number | null;
+  confirmations: number;
+  first_seen_at: number;
+}
+
+
+/** An invoice as stored: the domain record plus where its address came from. */
+export interface StoredInvoice extends Invoice {
+  xpubId: string;
+  addressIndex: number;
+  scriptHex: string;
+  version: number;
+}
+
+const toPayment = (r: PaymentRow): Payment => ({
+  txid: r.txid,
+  vout: r.vout,
+  amountSats: r.amount_sats,
+  status: r.status,
+  confirmations: r.confirmations,
+  blockHeight: r.block_height,
+  blockHash: r.block_hash,
+  firstSeenAt: r.first_seen_at,
+});
+
+function toInvoice(r: InvoiceRow, payments: Payment[]): StoredInvoice {
+  return {
+    id: r.id,
+    storeId: r.store_id,
+    livemode: r.livemode === 1,
+    status: r.status,
+    amountSats: r.amount_sats,
+    fiat:
+      r.fiat_amount_cents === null
+        ? null
+        : {
+            amountCents: r.fiat_amount_cents,
+            currency: 'USD',
+            rateCentsPerBtc: r.rate_cents_per_btc!,
+            rateSource: r.rate_source!,
+            rateFetchedAt: r.rate_fetched_at!,
+          },
+    address: r.address,
+    confirmationsRequired: r.confirmations_required,
+    lateWindowMs: r.late_window_ms,
+    expiresAt: r.expires_at,
+    createdAt: r.created_at,
+    paidAt: r.paid_at,
+    cancelledAt: r.cancelled_at,
+    expiredAt: r.expired_at,
+    metadata: JSON.parse(r.metadata) as Record<string, string>,
+    callbackUrl: r.callback_url,
+    payments,
+    xpubId: r.xpub_id,
+    addressIndex: r.address_index,
+    scriptHex: r.script_hex,
+    version: r.version,
+  };
+}
+
+export interface ListQuery {
+  storeId: string;
+  livemode: boolean;
+  limit: number;
+  /** Newest first; page after (older than) this id, or before (newer than) it. */
+  startingAfter?: string;
+  endingBefore?: string;
+  status?: InvoiceStatus;
+  createdGte?: number;
+  createdLte?: number;
+}
+
+export type InvoicesRepo = ReturnType<typeof createInvoicesRepo>;
+
+export function createInvoicesRepo(db: Db) {
+  const byId = db.prepare<[string], InvoiceRow>('SELECT * FROM invoices WHERE id = ?');
+  const byAddress = db.prepare<[string], InvoiceRow>('SELECT * FROM invoices WHERE address = ?');
+  const paymentsOf = db.prepare<[string], PaymentRow>('SELECT * FROM payments WHERE invoice_id = ? ORDER BY first_seen_at, txid, vout');
+  const insert = db.prepare(
+    `INSERT INTO invoices (id, store_id, livemode, status, amount_sats, fiat_amount_cents, currency, rate_cents_per_btc, rate_source,
+       rate_fetched_at, xpub_id, address_index, address, script_hex, confirmations_required, late_window_ms, expires_at, created_at,
+       metadata, callback_url)
+     VALUES (@id, @storeId, @livemode, @status, @amountSats, @fiatAmountCents, @currency, @rateCentsPerBtc, @rateSource,
+       @rateFetchedAt, @xpubId, @addressIndex, @address, @scriptHex, @confirmationsRequired, @lateWindowMs, @expiresAt, @createdAt,
+       @metadata, @callbackUrl)`,
+  );
+  const updateState = db.prepare(
+    `UPDATE invoices SET status = @status, expires_at = @expiresAt, paid_at = @paidAt, cancelled_at = @cancelledAt, expired_at = @expiredAt,
+       version = version + 1
+     WHERE id = @id`,
+  );
+  const upsertPayment = db.prepare(
+    `INSERT INTO payments (txid, vout, invoice_id, amount_sats, status, block_hash, block_height, confirmations, first_seen_at)
+     VALUES (@txid, @vout, @invoiceId, @amountSats, @status, @blockHash, @blockHeight, @confirmations, @firstSeenAt)
+     ON CONFLICT (txid, vout) DO UPDATE SET status = excluded.status, block_hash = excluded.block_hash,
+       block_height = excluded.block_height, confirmations = excluded.confirmations`,
+  );
+  const deletePayment = db.prepare<[string, number]>('DELETE FROM payments WHERE txid = ? AND vout = ?');
+  const duePending = db.prepare<[number, number, number], InvoiceRow>(
+    // Skips invoices that on-time payments cover: they wait for confirmations
+    // (the chain decides them), and must not crowd out the ones that can expire.
+    `SELECT * FROM invoices i WHERE status = 'pending' AND expires_at <= ? AND livemode <= ?
+       AND COALESCE((SELECT SUM(p.amount_sats) FROM payments p
+                     WHERE p.invoice_id = i.id AND p.status != 'replaced' AND p.first_seen_at < i.expires_at), 0) < i.amount_sats
+     ORDER BY expires_at LIMIT ?`,
+  );
+
+  function load(row: InvoiceRow | undefined): StoredInvoice | null {
+    return row ? toInvoice(row, paymentsOf.all(row.id).map(toPayment)) : null;
+  }
+
+  const listCache = new Map<string, ReturnType<typeof db.prepare<unknown[], InvoiceRow>>>();
+  function listStatement(q: ListQuery, reverse: boolean) {
+    const where = ['store_id = ?', 'livemode = ?'];
+    if (q.status) where.push('status = ?');
+    if (q.createdGte !== undefined) where.push('created_at >= ?');
+    if (q.createdLte !== undefined) where.push('created_at <= ?');
+    if (q.startingAfter) where.push('id < ?');
+    if (q.endingBefore) where.push('id > ?');
+    const sql = `SELECT * FROM invoices WHERE ${where.join(' AND ')} ORDER BY id ${reverse ? 'ASC' : 'DESC'} LIMIT ?`;
+    let stmt = listCache.get(sql);
+    if (!stmt) {
+      stmt = db.prepare<unknown[], InvoiceRow>(sql);
+      listCache.set(sql, stmt);
+    }
+    return stmt;
+  }
+
+  return {
+    get(id: string): StoredInvoice | null {
+      return load(byId.get(id));
+    },
+    findByAddress(address: string): StoredInvoice | null {
+      return load(byAddress.get(address));
+    },
+    insert(inv: StoredInvoice): void {
+      insert.run({
+        ...inv,
+        livemode: inv.livemode ? 1 : 0,
+        fiatAmountCents: inv.fiat?.amountCents ?? null,
+        currency: inv.fiat?.currency ?? null,
+        rateCentsPerBtc: inv.fiat?.rateCentsPerBtc ?? null,
+        rateSource: inv.fiat?.rateSource ?? null,
+        rateFetchedAt: inv.fiat?.rateFetchedAt ?? null,
+        metadata: JSON.stringify(inv.metadata),
+      });
+    },
+    /** Writes the state fields and the payment list of an invoice after a transition. */
+    saveTransition(before: StoredInvoice, after: Invoice): void {
+      updateState.run(after);
+      const kept = new Set(after.payments.map((p) => `${p.txid}:${p.vout}`));
+      for (const p of before.payments) if (!kept.has(`${p.txid}:${p.vout}`)) deletePayment.run(p.txid, p.vout);
+      for (const p of after.payments) {
+        upsertPayment.run({ ...p, invoiceId: after.id, blockHash: p.blockHash ?? null });
+      }
+    },
+    /**
+     * One page, newest first. Returns limit+1 rows at most so the caller can
+     * tell has_more; with endingBefore the rows come back oldest first.
+     */
+    list(q: ListQuery): StoredInvoice[] {
+      const reverse = Boolean(q.endingBefore) && !q.startingAfter;
+      const params: unknown[] = [q.storeId, q.livemode ? 1 : 0];
+      if (q.status) params.push(q.status);
+      if (q.createdGte !== undefined) params.push(q.createdGte);
+      if (q.createdLte !== undefined) params.push(q.createdLte);
+      if (q.startingAfter) params.push(q.startingAfter);
+      if (q.endingBefore) params.push(q.endingBefore);
+      params.push(q.limit + 1);
+      return listStatement(q, reverse).all(...params).map((r) => load(r)!);
+    },
+    /** Pending invoices whose time is up; live ones only when includeLive. */
+    duePending(now: number, limit: number, includeLive: boolean): StoredInvoice[] {
+      return duePending.all(now, includeLive ? 1 : 0, limit).map((r) => load(r)!);
+    },
+  };
+}

@@ -1,0 +1,129 @@
+import type { H3, H3Event } from 'h3';
+import { invalidField } from '../../domain/errors.ts';
+import { INVOICE_STATUSES, type InvoiceStatus } from '../../domain/invoice.ts';
+import { parseInvoiceRequest } from '../../domain/invoice-request.ts';
+import { invoiceView } from '../../domain/invoice-view.ts';
+import { SIMULATED_EVENTS, type SimulatedEvent } from '../../domain/simulate.ts';
+import { isId } from '../../ids.ts';
+import type { Runtime } from '../../runtime.ts';
+import { cancelInvoice, createInvoice, getInvoiceFor, hashRequest, simulateInvoice } from '../../services/invoices.ts';
+import { requireApiKey } from '../middleware/auth.ts';
+import { SlidingWindowLimiter } from '../middleware/rate-limit.ts';
+import { readJsonObject } from '../internal/body.ts';
+import { defineRoute, routeParam } from '../internal/route.ts';
+
+export const CREATE_RATE_LIMIT = { perMinute: 100 } as const;
+export const LIST_LIMIT = { default: 20, max: 100 } as const;
+const IDEMPOTENCY_KEY_MAX = 255;
+
+function readIdempotencyKey(event: H3Event): string | null {
+  const key = event.req.headers.get('idempotency-key');
+  if (key === null) return null;
+  if (key.length === 0 || key.length > IDEMPOTENCY_KEY_MAX) {
+    throw invalidField('Idempotency-Key', `the Idempotency-Key header must be 1 to ${IDEMPOTENCY_KEY_MAX} characters`);
+  }
+  return key;
+}
+
+function json(event: H3Event, status: number, body: string): Response {
+  return new Response(body, { status, headers: { 'content-type': 'application/json; charset=utf-8', 'x-request-id': event.context.requestId ?? '' } });
+}
+
+export function registerInvoiceRoutes(app: H3, rt: Runtime): void {
+  const { ctx } = rt;
+  const limiter = new SlidingWindowLimiter(CREATE_RATE_LIMIT.perMinute, 60_000, ctx.clock);
+
+  defineRoute(app, '/v1/invoices', {
+    POST: async (event) => {
+      const caller = requireApiKey(event, ctx);
+      limiter.hit(caller.apiKey.id);
+      const idempotencyKey = readIdempotencyKey(event);
+      const { value } = await readJsonObject(event);
+      const result = await createInvoice(ctx, {
+        caller,
+        idempotencyKey,
+        requestHash: hashRequest(value),
+        parse: () => parseInvoiceRequest(value),
+      });
+      const res = json(event, result.status, result.body);
+      if (result.replayed) res.headers.set('idempotent-replayed', 'true');
+      return res;
+    },
+    GET: (event) => {
+      const caller = requireApiKey(event, ctx);
+      const q = parseListQuery(event.url.searchParams);
+      const rows = ctx.repos.invoices.list({ ...q, storeId: caller.store.id, livemode: caller.apiKey.env === 'live' });
+      const hasMore = rows.length > q.limit;
+      const page = rows.slice(0, q.limit);
+      if (q.endingBefore && !q.startingAfter) page.reverse();
+      return { object: 'list', url: '/v1/invoices', has_more: hasMore, data: page.map((inv) => invoiceView(inv, ctx.baseUrl)) };
+    },
+  });
+
+  defineRoute(app, '/v1/invoices/:id', {
+    GET: (event) => {
+      const caller = requireApiKey(event, ctx);
+      return invoiceView(getInvoiceFor(ctx, caller, routeParam(event, 'id')), ctx.baseUrl);
+    },
+  });
+
+  defineRoute(app, '/v1/invoices/:id/cancel', {
+    POST: async (event) => {
+      const caller = requireApiKey(event, ctx);
+      return invoiceView(await cancelInvoice(ctx, caller, routeParam(event, 'id')), ctx.baseUrl);
+    },
+  });
+
+  defineRoute(app, '/v1/invoices/:id/simulate', {
+    POST: async (event) => {
+      const caller = requireApiKey(event, ctx);
+      const { value } = await readJsonObject(event);
+      const unknown = Object.keys(value).find((k) => k !== 'event');
+      if (unknown) throw invalidField(unknown, `unknown field "${unknown.slice(0, 64)}"`);
+      if (typeof value.event !== 'string' || !(SIMULATED_EVENTS as readonly string[]).includes(value.event)) {
+        throw invalidField('event', `event must be one of ${SIMULATED_EVENTS.join(', ')}`);
+      }
+      return invoiceView(await simulateInvoice(ctx, caller, routeParam(event, 'id'), value.event as SimulatedEvent), ctx.baseUrl);
+    },
+  });
+}
+
+const LIST_PARAMS = new Set(['limit', 'starting_after', 'ending_before', 'status', 'created_gte', 'created_lte']);
+
+function parseTime(param: string, v: string): number {
+  const ms = /^\d{1,12}$/.test(v) ? Number(v) * 1000 : /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:\d{2}))?$/.test(v) ? Date.parse(v) : NaN;
+  if (!Number.isFinite(ms)) throw invalidField(param, `${param} must be an ISO 8601 time or Unix seconds`);
+  return ms;
+}
+
+function parseListQuery(params: URLSearchParams) {
+  for (const key of new Set(params.keys())) {
+    if (!LIST_PARAMS.has(key)) throw invalidField(key, `unknown query parameter "${key.slice(0, 64)}"`);
+    if (params.getAll(key).length > 1) throw invalidField(key, `${key} is given more than once`);
+  }
+  const get = (k: string) => params.get(k) ?? undefined;
+  const limitRaw = get('limit');
+  let limit: number = LIST_LIMIT.default;
+  if (limitRaw !== undefined) {
+    if (!/^\d{1,4}$/.test(limitRaw) || Number(limitRaw) < 1 || Number(limitRaw) > LIST_LIMIT.max) {
+      throw invalidField('limit', `limit must be a whole number from 1 to ${LIST_LIMIT.max}`);
+    }
+    limit = Number(limitRaw);
+  }
+  const cursor = (k: string) => {
+    const v = get(k);
+    if (v !== undefined && !isId('inv', v)) throw invalidField(k, `${k} must be an invoice id`);
+    return v;
+  };
+  const startingAfter = cursor('starting_after');
+  const endingBefore = cursor('ending_before');
+  if (startingAfter && endingBefore) throw invalidField('ending_before', 'give starting_after or ending_before, not both');
+  const status = get('status');
+  if (status !== undefined && !(INVOICE_STATUSES as readonly string[]).includes(status)) {
+    throw invalidField('status', `status must be one of ${INVOICE_STATUSES.join(', ')}`);
+  }
+  const createdGte = get('created_gte') === undefined ? undefined : parseTime('created_gte', get('created_gte')!);
+  const createdLte = get('created_lte') === undefined ? undefined : parseTime('created_lte', get('created_lte')!);
+  return { limit, startingAfter, endingBefore, status: status as InvoiceStatus | undefined, createdGte, createdLte };
+}
+

@@ -1,0 +1,26 @@
+import { statfsSync } from 'node:fs';
+import { ApiError } from '../domain/errors.ts';
+import type { Context } from './context.ts';
+
+const CHECK_EVERY_MS = 1000;
+let lastCheck = { at: -Infinity, dir: '', freeBytes: Infinity };
+
+/** Free bytes on the data directory's filesystem, re-read at most once a second. */
+export function freeDiskBytes(dataDir: string, nowMs = performance.now()): number {
+  if (lastCheck.dir !== dataDir || nowMs - lastCheck.at >= CHECK_EVERY_MS) {
+    const s = statfsSync(dataDir);
+    lastCheck = { at: nowMs, dir: dataDir, freeBytes: s.bavail * s.bsize };
+  }
+  return lastCheck.freeBytes;
+}
+
+/**
+ * Refuses a write while free space is under the configured floor, so SQLite
+ * never meets a full disk in the middle of a transaction.
+ */
+export function assertDiskWritable(ctx: Context): void {
+  const floor = ctx.config.minFreeDiskMb * 1024 * 1024;
+  if (floor > 0 && freeDiskBytes(ctx.config.dataDir) < floor) {
+    throw new ApiError('disk_full', `less than ${ctx.config.minFreeDiskMb} MB free where Till keeps its data; writes are paused until space is freed`);
+  }
+}

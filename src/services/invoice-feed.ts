@@ -1,0 +1,38 @@
+import type { StoredInvoice } from '../db/invoices.ts';
+
+type Listener = (invoice: StoredInvoice) => void;
+
+/**
+ * In-process publish/subscribe of committed invoice changes. Writers publish
+ * after their transaction commits; checkout streams and the chain watcher's
+ * watch set subscribe.
+ */
+export class InvoiceFeed {
+  readonly #byInvoice = new Map<string, Set<Listener>>();
+  readonly #all = new Set<Listener>();
+
+  subscribe(invoiceId: string, fn: Listener): () => void {
+    let set = this.#byInvoice.get(invoiceId);
+    if (!set) this.#byInvoice.set(invoiceId, (set = new Set()));
+    set.add(fn);
+    return () => {
+      set.delete(fn);
+      if (set.size === 0) this.#byInvoice.delete(invoiceId);
+    };
+  }
+
+  subscribeAll(fn: Listener): () => void {
+    this.#all.add(fn);
+    return () => this.#all.delete(fn);
+  }
+
+  publish(invoice: StoredInvoice): void {
+    for (const fn of this.#all) fn(invoice);
+    const set = this.#byInvoice.get(invoice.id);
+    if (set) for (const fn of [...set]) fn(invoice);
+  }
+
+  subscriberCount(invoiceId: string): number {
+    return this.#byInvoice.get(invoiceId)?.size ?? 0;
+  }
+}

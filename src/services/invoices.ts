@@ -1,0 +1,217 @@
+import { createHash } from 'node:crypto';
+import { translateDbError } from '../db/errors.ts';
+import type { StoredInvoice } from '../db/invoices.ts';
+import { ApiError } from '../domain/errors.ts';
+import type { Invoice } from '../domain/invoice.ts';
+import type { InvoiceRequest } from '../domain/invoice-request.ts';
+import { transition, type DomainEvent } from '../domain/invoice-state.ts';
+import { invoiceView } from '../domain/invoice-view.ts';
+import { centsToSats } from '../domain/money.ts';
+import { simulate, type SimulatedEvent } from '../domain/simulate.ts';
+import { newId } from '../ids.ts';
+import { allocateAddress } from './address-pool.ts';
+import type { Caller } from './api-keys.ts';
+import type { Context } from './context.ts';
+import { assertDiskWritable } from './disk.ts';
+import { recordEvents } from './events.ts';
+import { gapHeadroom } from './xpubs.ts';
+
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+const FUNDING_GRACE_MS = 24 * 60 * 60 * 1000;
+
+export interface CreateResult {
+  status: number;
+  /** The exact response body; a replay returns the same bytes. */
+  body: string;
+  replayed: boolean;
+  invoice: StoredInvoice | null;
+}
+
+function envOf(caller: Caller): 'live' | 'test' {
+  return caller.apiKey.env;
+}
+
+/** Hash of the request's meaning: the same JSON with keys in another order is the same request. */
+export function hashRequest(body: unknown): string {
+  const canonical = (v: unknown): unknown =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical((v as Record<string, unknown>)[k])]))
+      : Array.isArray(v) ? v.map(canonical) : v;
+  return createHash('sha256').update(JSON.stringify(canonical(body))).digest('hex');
+}
+
+/** A fresh cached answer for this key, a conflict, or null. Runs before and inside the write. */
+function checkIdempotency(ctx: Context, caller: Caller, key: string, requestHash: string): CreateResult | null {
+  const cached = ctx.repos.idempotency.get(caller.apiKey.id, key);
+  if (!cached || ctx.clock.now() - cached.createdAt >= IDEMPOTENCY_TTL_MS) return null;
+  if (cached.requestHash !== requestHash) {
+    throw new ApiError('idempotency_conflict', 'this Idempotency-Key was used with a different request body; reuse it with the original body or use a new key');
+  }
+  return { status: cached.status, body: cached.body, replayed: true, invoice: null };
+}
+
+export interface CreateInvoiceInput {
+  caller: Caller;
+  /** The parsed body; parse errors surface before any lookup. */
+  parse: () => InvoiceRequest;
+  requestHash: string;
+  idempotencyKey: string | null;
+}
+
+/**
+ * POST /v1/invoices: the checks in the order the spec's table implies, then
+ * one group-committed transaction that takes an address index, writes the
+ * invoice, its invoice.created event and the idempotency entry together.
+ */
+export async function createInvoice(ctx: Context, input: CreateInvoiceInput): Promise<CreateResult> {
+  const { caller, idempotencyKey, requestHash } = input;
+  if (idempotencyKey) {
+    const replay = checkIdempotency(ctx, caller, idempotencyKey, requestHash);
+    if (replay) return replay;
+  }
+  const req = input.parse();
+  const live = envOf(caller) === 'live';
+  if (live && ctx.chain.initialBlockDownload) {
+    throw new ApiError('chain_syncing', 'the Bitcoin node is still syncing; new live invoices are refused against a stale chain tip. Retry later.');
+  }
+  assertDiskWritable(ctx);
+  let amountSats: number;
+  let fiat: Invoice['fiat'] = null;
+  if (req.kind === 'fiat') {
+    if (!ctx.rates) throw new ApiError('rates_unavailable', 'no USD rate source is running');
+    const rate = ctx.rates.current();
+    amountSats = centsToSats(req.amountCents, rate.rateCentsPerBtc);
+    if (amountSats === 0) throw new ApiError('invalid_amount', 'amount rounds to zero sats at the current rate', { param: 'amount' });
+    fiat = { amountCents: req.amountCents, currency: 'USD', rateCentsPerBtc: rate.rateCentsPerBtc, rateSource: rate.source, rateFetchedAt: rate.fetchedAt };
+  } else {
+    amountSats = req.amountSats;
+  }
+
+  try {
+    return await ctx.writes.run(() => {
+      if (idempotencyKey) {
+        // A request with the same key may have committed while this one waited.
+        const replay = checkIdempotency(ctx, caller, idempotencyKey, requestHash);
+        if (replay) return replay;
+      }
+      const now = ctx.clock.now();
+      const store = caller.store;
+      const xpub = ctx.repos.xpubs.findActive(store.id, envOf(caller));
+      if (!xpub) {
+        const fix = `${ctx.config.dashboardUrl || ctx.baseUrl}/stores/${store.id}/xpubs`;
+        throw new ApiError('no_active_xpub', `store ${store.id} has no active ${envOf(caller)} xpub. Add one at ${fix} or run: till xpub add --store ${store.id} --env ${envOf(caller)} <xpub>`);
+      }
+      if (live && gapHeadroom(xpub) <= 0 && !(xpub.lastFundedAt !== null && now - xpub.lastFundedAt < FUNDING_GRACE_MS)) {
+        throw new ApiError('gap_limit_exceeded', `the wallet's gap limit (${xpub.gapLimit}) is within 5 of being reached and no payment was seen in 24 hours. Raise the gap limit in your wallet (100 or more recommended) and run: till xpub add --store ${store.id} --env live --gap-limit 100 <xpub>, or rotate to a new xpub.`);
+      }
+      const addr = allocateAddress(ctx, xpub);
+      const invoice: StoredInvoice = {
+        id: newId('inv', now),
+        storeId: store.id,
+        livemode: live,
+        status: 'pending',
+        amountSats,
+        fiat,
+        address: addr.address,
+        confirmationsRequired: store.confirmationsRequired,
+        lateWindowMs: store.lateWindowMinutes * 60_000,
+        expiresAt: now + (req.expiresInMinutes ?? store.expiryMinutes) * 60_000,
+        createdAt: now,
+        paidAt: null,
+        cancelledAt: null,
+        expiredAt: null,
+        metadata: req.metadata,
+        callbackUrl: req.callbackUrl ?? null,
+        payments: [],
+        xpubId: xpub.id,
+        addressIndex: addr.index,
+        scriptHex: addr.scriptHex,
+        version: 1,
+      };
+      ctx.repos.invoices.insert(invoice);
+      recordEvents(ctx, invoice, [{ type: 'invoice.created' }]);
+      const body = JSON.stringify(invoiceView(invoice, ctx.baseUrl));
+      if (idempotencyKey) ctx.repos.idempotency.put(caller.apiKey.id, idempotencyKey, { requestHash, status: 201, body, createdAt: now });
+      return { status: 201, body, replayed: false, invoice };
+    }).then((result) => {
+      if (result.invoice) ctx.feed.publish(result.invoice);
+      return result;
+    });
+  } catch (err) {
+    throw translateDbError(err);
+  }
+}
+
+/** An invoice the caller may see: its store and its environment, else not_found (never leak existence). */
+export function getInvoiceFor(ctx: Context, caller: Caller, id: string): StoredInvoice {
+  const inv = ctx.repos.invoices.get(id);
+  if (!inv || inv.storeId !== caller.store.id || inv.livemode !== (envOf(caller) === 'live')) {
+    throw new ApiError('not_found', `no invoice ${id.slice(0, 64)}`);
+  }
+  return inv;
+}
+
+/**
+ * Applies a state-machine result: the new state, payments and events in one
+ * transaction, then tells subscribers. Used by cancel, simulate, expiry and the
+ * chain watcher alike.
+ */
+export function saveTransition(ctx: Context, before: StoredInvoice, after: Invoice, events: readonly DomainEvent[]): StoredInvoice {
+  ctx.repos.invoices.saveTransition(before, after);
+  recordEvents(ctx, after, events);
+  return { ...before, ...after, version: before.version + 1 };
+}
+
+async function changeInvoice(
+  ctx: Context,
+  caller: Caller,
+  id: string,
+  change: (inv: StoredInvoice, now: number) => { invoice: Invoice; events: DomainEvent[] },
+): Promise<StoredInvoice> {
+  assertDiskWritable(ctx);
+  try {
+    const saved = await ctx.writes.run(() => {
+      const inv = getInvoiceFor(ctx, caller, id);
+      const { invoice, events } = change(inv, ctx.clock.now());
+      return saveTransition(ctx, inv, invoice, events);
+    });
+    ctx.feed.publish(saved);
+    return saved;
+  } catch (err) {
+    throw translateDbError(err);
+  }
+}
+
+export function cancelInvoice(ctx: Context, caller: Caller, id: string): Promise<StoredInvoice> {
+  return changeInvoice(ctx, caller, id, (inv, now) => transition(inv, { kind: 'cancel' }, now));
+}
+
+export function simulateInvoice(ctx: Context, caller: Caller, id: string, event: SimulatedEvent): Promise<StoredInvoice> {
+  if (envOf(caller) === 'live') {
+    getInvoiceFor(ctx, caller, id);
+    throw new ApiError('test_mode_only', 'simulate works on test-mode invoices only');
+  }
+  return changeInvoice(ctx, caller, id, (inv, now) => simulate(inv, event, now));
+}
+
+/**
+ * Moves pending invoices whose time is up through the state machine. Due
+ * times live in the database, so a restart loses nothing; live invoices wait
+ * for the first chain catch-up, or a payment Till has not seen yet could be
+ * mistaken for none.
+ */
+export async function expireDueInvoices(ctx: Context, batch = 500): Promise<number> {
+  const now = ctx.clock.now();
+  const due = ctx.repos.invoices.duePending(now, batch, ctx.chain.caughtUp);
+  if (due.length === 0) return 0;
+  const saved = await ctx.writes.run(() =>
+    due.flatMap((before) => {
+      const current = ctx.repos.invoices.get(before.id);
+      if (!current || current.status !== 'pending') return [];
+      const { invoice, events } = transition(current, { kind: 'tick' }, now);
+      return events.length || invoice.status !== current.status ? [saveTransition(ctx, current, invoice, events)] : [];
+    }),
+  );
+  saved.forEach((inv) => ctx.feed.publish(inv));
+  return saved.length;
+}
