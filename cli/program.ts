@@ -2,6 +2,8 @@ import { Command, Option } from 'commander';
 import { SETTINGS } from '../src/config.ts';
 import { VERSION } from '../src/version.ts';
 import { configCommand } from './commands/config.ts';
+import { deliveriesCommand } from './commands/deliveries.ts';
+import { webhooksCommand } from './commands/webhooks.ts';
 import { keysCommand } from './commands/keys.ts';
 import { serveCommand } from './commands/serve.ts';
 import { storeCommand } from './commands/store.ts';
@@ -22,6 +24,8 @@ export function buildProgram(): Command {
   program.addCommand(storeCommand());
   program.addCommand(xpubCommand());
   program.addCommand(keysCommand());
+  program.addCommand(webhooksCommand());
+  program.addCommand(deliveriesCommand());
   program.addCommand(configCommand());
   return program;
 }

@@ -10,6 +10,7 @@ import { createContext, type Context } from './services/context.ts';
 import { IDEMPOTENCY_TTL_MS, expireDueInvoices } from './services/invoices.ts';
 import { startLoop } from './services/workers.ts';
 import { VERSION } from './version.ts';
+import { DeliveryWorker } from './webhooks/delivery-worker.ts';
 
 export interface HealthReport {
   status: 'ok' | 'degraded';
@@ -28,6 +29,7 @@ export interface HealthReport {
 export interface Runtime {
   ctx: Context;
   logger: Logger;
+  webhooks: DeliveryWorker;
   health(): HealthReport;
   /** Starts background work: rate refresh, expiry, pool refills, housekeeping. */
   start(): void;
@@ -40,6 +42,8 @@ export interface RuntimeOptions {
   /** Tests point the exchange providers at a local fake. */
   rateBaseUrls?: { kraken?: string; bitstamp?: string; coinbase?: string };
   expiryIntervalMs?: number;
+  /** Per-attempt webhook timeout (spec: 10 s); tests shorten it. */
+  webhookTimeoutMs?: number;
 }
 
 const RATE_KEY = 'usd_rate';
@@ -59,6 +63,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
       save: (rate) => ctx.repos.meta.setJson(RATE_KEY, rate),
     },
   });
+  const webhooks = new DeliveryWorker(ctx, logger, { timeoutMs: opts.webhookTimeoutMs });
   // Until the chain watcher runs, nothing is waiting on a catch-up.
   ctx.chain.caughtUp = true;
   const startedAt = clock.now();
@@ -84,6 +89,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
   return {
     ctx,
     logger,
+    webhooks,
     health() {
       const rates = rateHealth();
       return {
@@ -97,14 +103,17 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
     },
     start() {
       ctx.rates!.start();
+      webhooks.start();
       loops.push(startLoop('expiry', opts.expiryIntervalMs ?? 1000, logger, () => expireDueInvoices(ctx)));
       loops.push(startLoop('address-pool', 5000, logger, refillAllPools));
       loops.push(startLoop('idempotency-purge', 60_000, logger, () => ctx.repos.idempotency.purgeBefore(clock.now() - IDEMPOTENCY_TTL_MS, 10_000)));
       refillAllPools().catch((err) => logger.error({ err }, 'address pool refill failed'));
     },
     async stop() {
+      if (stopped) return;
       stopped = true;
       await ctx.rates!.stop();
+      await webhooks.stop();
       await Promise.all(loops.map((l) => l.stop()));
       db.close();
     },

@@ -45,8 +45,13 @@ export function storeCommand(): Command {
       .addOption(new Option('--mode <mode>', 'live (real payments) or test (simulated)').choices(STORE_MODES).makeOptionMandatory()),
   ).action(function (this: Command) {
     const o = this.opts();
-    const store = withContext(this, (ctx) => createStore(ctx, { ...settingsFrom(o), name: o.name, mode: o.mode }));
-    emit(this.optsWithGlobals(), storeView(store), () => `created ${describe(storeView(store))}\nnext: till keys mint --store ${store.id} --env ${store.mode}`);
+    const { store, callbackSecret } = withContext(this, (ctx) => createStore(ctx, { ...settingsFrom(o), name: o.name, mode: o.mode }));
+    emit(this.optsWithGlobals(), { ...storeView(store), callback_secret: callbackSecret }, () =>
+      [
+        `created ${describe(storeView(store))}`,
+        `callback secret (signs webhooks to invoices' callback_url; shown once, store it now): ${callbackSecret}`,
+        `next: till keys mint --store ${store.id} --env ${store.mode}`,
+      ].join('\n'));
   });
 
   cmd.command('list').description('list stores').action(function (this: Command) {

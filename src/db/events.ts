@@ -42,6 +42,11 @@ export function createEventsRepo(db: Db) {
   );
   const ofInvoice = db.prepare<[string], Row>('SELECT * FROM events WHERE invoice_id = ? ORDER BY seq');
   const after = db.prepare<[number, number], Row>('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?');
+  const undispatched = db.prepare<[number], Row>('SELECT * FROM events WHERE dispatched = 0 ORDER BY seq LIMIT ?');
+  const markDispatched = db.prepare<[number]>('UPDATE events SET dispatched = 1 WHERE seq = ?');
+  const insertDispatched = db.prepare(
+    'INSERT INTO events (id, type, store_id, invoice_id, livemode, created_at, body, dispatched) VALUES (@id, @type, @storeId, @invoiceId, @livemode, @createdAt, @body, 1)',
+  );
   return {
     insert(e: Omit<EventRecord, 'seq'>): void {
       insert.run({ ...e, livemode: e.livemode ? 1 : 0 });
@@ -51,6 +56,17 @@ export function createEventsRepo(db: Db) {
     },
     listAfter(seq: number, limit: number): EventRecord[] {
       return after.all(seq, limit).map(toRecord);
+    },
+    /** The outbox: events not yet turned into deliveries, oldest first. */
+    listUndispatched(limit: number): EventRecord[] {
+      return undispatched.all(limit).map(toRecord);
+    },
+    markDispatched(seq: number): void {
+      markDispatched.run(seq);
+    },
+    /** An event that is delivered to one chosen target only (webhook.test): never fanned out. */
+    insertDispatched(e: Omit<EventRecord, 'seq'>): void {
+      insertDispatched.run({ ...e, livemode: e.livemode ? 1 : 0 });
     },
   };
 }

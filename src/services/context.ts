@@ -10,6 +10,9 @@ import { createMetaRepo } from '../db/meta.ts';
 import { createStoresRepo } from '../db/stores.ts';
 import { createWriteQueue, type WriteQueue } from '../db/write-queue.ts';
 import { createXpubsRepo } from '../db/xpubs.ts';
+import { createWebhookDeliveriesRepo } from '../db/webhook-deliveries.ts';
+import { createWebhookEndpointsRepo } from '../db/webhook-endpoints.ts';
+import { openSecretBox, type SecretBox } from '../auth/secret-box.ts';
 import type { RateService } from '../rates/rate-service.ts';
 import { InvoiceFeed } from './invoice-feed.ts';
 
@@ -36,6 +39,8 @@ export interface Context {
   rates: RateService | null;
   /** Where buyers reach Till: checkout links are built on it. */
   baseUrl: string;
+  /** Seals webhook secrets at rest. */
+  secrets: SecretBox;
 }
 
 function createRepos(db: Db) {
@@ -48,6 +53,8 @@ function createRepos(db: Db) {
     events: createEventsRepo(db),
     idempotency: createIdempotencyRepo(db),
     meta: createMetaRepo(db),
+    webhookEndpoints: createWebhookEndpointsRepo(db),
+    webhookDeliveries: createWebhookDeliveriesRepo(db),
   };
 }
 
@@ -62,5 +69,6 @@ export function createContext(db: Db, clock: Clock, config: Config): Context {
     chain: { connected: false, initialBlockDownload: false, caughtUp: false, tipHeight: null },
     rates: null,
     baseUrl: publicBaseUrl(config),
+    secrets: openSecretBox(config.dataDir),
   };
 }

@@ -22,7 +22,7 @@ export function seedDemo(ctx: Context): { storeId: string; apiKey: string } | nu
     return false;
   });
   if (seeded) return null;
-  const store = createStore(ctx, { name: 'Demo Store', mode: 'test' });
+  const { store } = createStore(ctx, { name: 'Demo Store', mode: 'test' });
   addXpub(ctx, { storeId: store.id, env: 'test', key: DEMO_XPUB });
   const { key } = mintApiKey(ctx, store.id, 'test');
   return { storeId: store.id, apiKey: key };

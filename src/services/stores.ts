@@ -1,6 +1,7 @@
 import { ApiError, invalidField } from '../domain/errors.ts';
 import { STORE_LIMITS, STORE_MODES, type Store, type StoreSettings } from '../domain/store.ts';
 import { newId } from '../ids.ts';
+import { generateWebhookSecret } from '../webhooks/secrets.ts';
 import { inTransaction } from '../db/connection.ts';
 import type { Context } from './context.ts';
 
@@ -32,7 +33,11 @@ export function validateStoreSettings(s: StoreSettings): void {
   if (s.brandColor != null && !/^#[0-9a-fA-F]{6}$/.test(s.brandColor)) throw invalidField('brand_color', 'brand_color must look like #1a2b3c');
 }
 
-export function createStore(ctx: Context, settings: StoreSettings & { name: string; mode: Store['mode'] }): Store {
+/**
+ * Creates a store with its callback secret (signing deliveries to invoices'
+ * callback_url). The secret is returned in clear this once; it is stored sealed.
+ */
+export function createStore(ctx: Context, settings: StoreSettings & { name: string; mode: Store['mode'] }): { store: Store; callbackSecret: string } {
   validateStoreSettings(settings);
   const store: Store = {
     id: newId('sto', ctx.clock.now()),
@@ -46,8 +51,12 @@ export function createStore(ctx: Context, settings: StoreSettings & { name: stri
     createdAt: ctx.clock.now(),
     archivedAt: null,
   };
-  inTransaction(ctx.db, () => ctx.repos.stores.insert(store));
-  return store;
+  const callbackSecret = generateWebhookSecret();
+  inTransaction(ctx.db, () => {
+    ctx.repos.stores.insert(store);
+    ctx.repos.webhookEndpoints.setCallbackSecrets(store.id, { secret: ctx.secrets.seal(callbackSecret), previous: null, previousExpiresAt: null });
+  });
+  return { store, callbackSecret };
 }
 
 export function getStore(ctx: Context, id: string): Store {

@@ -66,7 +66,7 @@ export interface TestStore {
 export function setupStore(till: TestTill, opts: { mode?: 'live' | 'test'; xpub?: string | null; confirmations?: number; label?: string } = {}): TestStore {
   const { ctx } = till.rt;
   const mode = opts.mode ?? 'test';
-  const store = createStore(ctx, { name: 'Shop', mode });
+  const { store } = createStore(ctx, { name: 'Shop', mode });
   if (opts.confirmations !== undefined) updateStore(ctx, store.id, { confirmationsRequired: opts.confirmations });
   if (opts.xpub !== null) addXpub(ctx, { storeId: store.id, env: mode, key: opts.xpub ?? testTpub(opts.label ?? store.id) });
   const { key, record } = mintApiKey(ctx, store.id, mode);

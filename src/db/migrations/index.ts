@@ -1,4 +1,5 @@
 import { m0001_initial } from './0001_initial.ts';
+import { m0002_webhooks } from './0002_webhooks.ts';
 
 export interface Migration {
   version: number;
@@ -8,7 +9,7 @@ export interface Migration {
 
 // Bundled into the code (not read from loose files) so the single binary
 // carries its schema. Append only: never edit a released migration.
-export const MIGRATIONS: Migration[] = [m0001_initial];
+export const MIGRATIONS: Migration[] = [m0001_initial, m0002_webhooks];
 
 MIGRATIONS.forEach((m, i) => {
   if (m.version !== i + 1) throw new Error(`migration ${m.name} is numbered ${m.version}, expected ${i + 1}`);

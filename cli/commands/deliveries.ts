@@ -1,0 +1,42 @@
+import { Command, Option } from 'commander';
+import { deliveryView } from '../../src/domain/webhook-views.ts';
+import { DELIVERY_STATUSES, getDelivery, replayAllDead, replayDelivery } from '../../src/services/webhooks.ts';
+import { withContext } from '../context.ts';
+import { emit, parseIntegerOption, table } from '../output.ts';
+
+export function deliveriesCommand(): Command {
+  const cmd = new Command('deliveries').description('inspect and replay webhook deliveries (works on the database; a running till sends replays within a second)');
+
+  cmd.command('list').description('list deliveries, newest first')
+    .addOption(new Option('--status <status>', 'only this status').choices(DELIVERY_STATUSES))
+    .option('--store <id>', 'only this store')
+    .addOption(new Option('--limit <n>', 'at most this many').default(50).argParser(parseIntegerOption('--limit', 1, 10_000)))
+    .action(function (this: Command) {
+      const o = this.opts();
+      const ds = withContext(this, (ctx) => ctx.repos.webhookDeliveries.list({ status: o.status, storeId: o.store, limit: o.limit })).map((d) => deliveryView(d));
+      emit(this.optsWithGlobals(), ds, () => table(ds.map((d) => [d.id, d.status, `${d.attempts} tries`, String(d.last_status_code ?? d.last_error ?? '-'), d.url])));
+    });
+
+  cmd.command('show').description('one delivery with every attempt, status code and response body').argument('<id>', 'delivery id (dlv_…)')
+    .action(function (this: Command, id: string) {
+      const d = withContext(this, (ctx) => deliveryView(getDelivery(ctx, id), ctx.repos.webhookDeliveries.attempts(id)));
+      emit(this.optsWithGlobals(), d, () =>
+        [
+          `${d.id}  ${d.status}  event ${d.event_id}  → ${d.url}`,
+          d.next_attempt_at ? `next attempt at ${d.next_attempt_at}` : null,
+          ...(d.attempt_log ?? []).map((a) => `  #${a.n} ${a.started_at}  ${a.status_code ?? a.error}  ${a.duration_ms} ms  ${(a.response_body ?? '').slice(0, 120).replace(/\s+/g, ' ')}`),
+        ].filter(Boolean).join('\n'));
+    });
+
+  cmd.command('replay').description('a fresh cycle of 7 attempts with the same event and body')
+    .argument('[id]', 'delivery id (dlv_…)')
+    .option('--all-dead', 'every dead_letter delivery')
+    .option('--store <id>', 'with --all-dead: only this store')
+    .action(function (this: Command, id: string | undefined) {
+      const o = this.opts();
+      if (Boolean(id) === Boolean(o.allDead)) this.error('give a delivery id or --all-dead');
+      const ds = withContext(this, (ctx) => (id ? [replayDelivery(ctx, id)] : replayAllDead(ctx, o.store))).map((d) => deliveryView(d));
+      emit(this.optsWithGlobals(), ds, () => `replaying ${ds.length} deliver${ds.length === 1 ? 'y' : 'ies'}`);
+    });
+  return cmd;
+}

@@ -1,0 +1,57 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { existsSync, linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+// Webhook signing secrets must be usable (HMAC needs the secret itself), so
+// they cannot be hashed like API keys. They are sealed with AES-256-GCM under a
+// key kept in the data dir's secret.key (mode 0600): a copy of till.db alone —
+// a backup, a support bundle — does not reveal them. Back up secret.key with it.
+
+export const SECRET_KEY_FILE = 'secret.key';
+const VERSION = 'v1';
+
+export interface SecretBox {
+  seal(plain: string): string;
+  open(sealed: string): string;
+}
+
+function loadOrCreateKey(dataDir: string): Buffer {
+  const path = join(dataDir, SECRET_KEY_FILE);
+  if (!existsSync(path)) {
+    // Written whole to a temp file, then linked into place: link() fails if
+    // another process (server and CLI at once) created it first, and a crash
+    // never leaves a half-written key.
+    const tmp = `${path}.${process.pid}.tmp`;
+    writeFileSync(tmp, randomBytes(32).toString('hex') + '\n', { mode: 0o600 });
+    try {
+      linkSync(tmp, path);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    } finally {
+      unlinkSync(tmp);
+    }
+  }
+  const hex = readFileSync(path, 'utf8').trim();
+  if (!/^[0-9a-f]{64}$/.test(hex)) throw new Error(`${path} is not a Till secret key (64 hex characters); restore it from your backup`);
+  return Buffer.from(hex, 'hex');
+}
+
+export function openSecretBox(dataDir: string): SecretBox {
+  const key = loadOrCreateKey(dataDir);
+  return {
+    seal(plain) {
+      const iv = randomBytes(12);
+      const cipher = createCipheriv('aes-256-gcm', key, iv);
+      const data = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
+      return `${VERSION}:${Buffer.concat([iv, cipher.getAuthTag(), data]).toString('base64')}`;
+    },
+    open(sealed) {
+      const [version, b64] = sealed.split(':');
+      if (version !== VERSION || !b64) throw new Error('sealed secret has an unknown format');
+      const raw = Buffer.from(b64, 'base64');
+      const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
+      decipher.setAuthTag(raw.subarray(12, 28));
+      return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
+    },
+  };
+}

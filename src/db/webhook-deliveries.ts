@@ -1,0 +1,146 @@
+import type { Db } from './connection.ts';
+
+export type DeliveryStatus = 'attempting' | 'success' | 'failed' | 'dead_letter';
+
+export interface DeliveryRecord {
+  id: string;
+  eventId: string;
+  storeId: string;
+  endpointId: string | null;
+  target: string;
+  url: string;
+  status: DeliveryStatus;
+  attempts: number;
+  totalAttempts: number;
+  nextAttemptAt: number | null;
+  lastAttemptAt: number | null;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  responseBody: string | null;
+  createdAt: number;
+  completedAt: number | null;
+}
+
+export interface AttemptRecord {
+  deliveryId: string;
+  n: number;
+  startedAt: number;
+  durationMs: number;
+  statusCode: number | null;
+  error: string | null;
+  responseBody: string | null;
+}
+
+/** A due delivery with what sending it needs. */
+export interface DueDelivery extends DeliveryRecord {
+  eventType: string;
+  body: string;
+}
+
+const COLUMNS = `d.id, d.event_id AS eventId, d.store_id AS storeId, d.endpoint_id AS endpointId, d.target, d.url, d.status,
+  d.attempts, d.total_attempts AS totalAttempts, d.next_attempt_at AS nextAttemptAt, d.last_attempt_at AS lastAttemptAt,
+  d.last_status_code AS lastStatusCode, d.last_error AS lastError, d.response_body AS responseBody, d.created_at AS createdAt,
+  d.completed_at AS completedAt`;
+
+export interface DeliveryFilter {
+  storeId?: string;
+  status?: DeliveryStatus;
+  limit: number;
+}
+
+export type WebhookDeliveriesRepo = ReturnType<typeof createWebhookDeliveriesRepo>;
+
+export function createWebhookDeliveriesRepo(db: Db) {
+  const insert = db.prepare(
+    `INSERT OR IGNORE INTO webhook_deliveries (id, event_id, store_id, endpoint_id, target, url, status, next_attempt_at, created_at)
+     VALUES (@id, @eventId, @storeId, @endpointId, @target, @url, 'attempting', @nextAttemptAt, @createdAt)`,
+  );
+  const byId = db.prepare<[string], DeliveryRecord>(`SELECT ${COLUMNS} FROM webhook_deliveries d WHERE d.id = ?`);
+  const dueTargets = db.prepare<[number, number], { target: string }>(
+    `SELECT DISTINCT target FROM webhook_deliveries WHERE status = 'attempting' AND next_attempt_at <= ? LIMIT ?`,
+  );
+  const dueForTarget = db.prepare<[string, number, number], DueDelivery>(
+    `SELECT ${COLUMNS}, e.type AS eventType, e.body FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+     WHERE d.status = 'attempting' AND d.target = ? AND d.next_attempt_at <= ? ORDER BY d.next_attempt_at LIMIT ?`,
+  );
+  const attemptingById = db.prepare<[string], DueDelivery>(
+    `SELECT ${COLUMNS}, e.type AS eventType, e.body FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+     WHERE d.id = ? AND d.status = 'attempting'`,
+  );
+  const recordAttempt = db.prepare(
+    `INSERT INTO webhook_attempts (delivery_id, n, started_at, duration_ms, status_code, error, response_body)
+     VALUES (@deliveryId, @n, @startedAt, @durationMs, @statusCode, @error, @responseBody)`,
+  );
+  const finishAttempt = db.prepare(
+    `UPDATE webhook_deliveries SET status = @status, attempts = attempts + 1, total_attempts = total_attempts + 1,
+       next_attempt_at = @nextAttemptAt, last_attempt_at = @lastAttemptAt, last_status_code = @lastStatusCode,
+       last_error = @lastError, response_body = @responseBody, completed_at = @completedAt
+     WHERE id = @id AND status = 'attempting'`,
+  );
+  const replay = db.prepare<[number, string]>(
+    `UPDATE webhook_deliveries SET status = 'attempting', attempts = 0, next_attempt_at = ?, completed_at = NULL
+     WHERE id = ? AND status IN ('dead_letter', 'failed')`,
+  );
+  const attemptsOf = db.prepare<[string], AttemptRecord>(
+    `SELECT delivery_id AS deliveryId, n, started_at AS startedAt, duration_ms AS durationMs, status_code AS statusCode,
+       error, response_body AS responseBody FROM webhook_attempts WHERE delivery_id = ? ORDER BY n`,
+  );
+  const counts = db.prepare<[], { status: DeliveryStatus; n: number }>('SELECT status, COUNT(*) AS n FROM webhook_deliveries GROUP BY status');
+
+  return {
+    /** Inserts a delivery unless one exists for the same event and target. */
+    insert(d: Pick<DeliveryRecord, 'id' | 'eventId' | 'storeId' | 'endpointId' | 'target' | 'url' | 'nextAttemptAt' | 'createdAt'>): boolean {
+      return insert.run(d).changes === 1;
+    },
+    get(id: string): DeliveryRecord | null {
+      return byId.get(id) ?? null;
+    },
+    /** Receivers (targets) that have deliveries due now; bounded. */
+    dueTargets(now: number, limit: number): string[] {
+      return dueTargets.all(now, limit).map((r) => r.target);
+    },
+    dueForTarget(target: string, now: number, limit: number): DueDelivery[] {
+      return dueForTarget.all(target, now, limit);
+    },
+    /** The delivery with what sending it needs, if it is still attempting. */
+    getAttempting(id: string): DueDelivery | null {
+      return attemptingById.get(id) ?? null;
+    },
+    /** Records one attempt and the delivery's new state; false if it was no longer attempting. */
+    finishAttempt(
+      d: Pick<DeliveryRecord, 'id' | 'totalAttempts'>,
+      a: Omit<AttemptRecord, 'deliveryId' | 'n'>,
+      next: { status: DeliveryStatus; nextAttemptAt: number | null; completedAt: number | null },
+    ): boolean {
+      const changed = finishAttempt.run({
+        id: d.id,
+        ...next,
+        lastAttemptAt: a.startedAt,
+        lastStatusCode: a.statusCode,
+        lastError: a.error,
+        responseBody: a.responseBody,
+      }).changes === 1;
+      if (changed) recordAttempt.run({ deliveryId: d.id, n: d.totalAttempts + 1, ...a });
+      return changed;
+    },
+    replay(id: string, now: number): boolean {
+      return replay.run(now, id).changes === 1;
+    },
+    attempts(id: string): AttemptRecord[] {
+      return attemptsOf.all(id);
+    },
+    list(f: DeliveryFilter): DeliveryRecord[] {
+      const where: string[] = [];
+      const params: unknown[] = [];
+      if (f.storeId) (where.push('d.store_id = ?'), params.push(f.storeId));
+      if (f.status) (where.push('d.status = ?'), params.push(f.status));
+      const sql = `SELECT ${COLUMNS} FROM webhook_deliveries d ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY d.id DESC LIMIT ?`;
+      return db.prepare<unknown[], DeliveryRecord>(sql).all(...params, f.limit);
+    },
+    countByStatus(): Record<DeliveryStatus, number> {
+      const out: Record<DeliveryStatus, number> = { attempting: 0, success: 0, failed: 0, dead_letter: 0 };
+      for (const r of counts.all()) out[r.status] = r.n;
+      return out;
+    },
+  };
+}

@@ -1,0 +1,91 @@
+import type { Db } from './connection.ts';
+
+/** Sealed secrets as stored: the current one and, for 24 h after a rotation, the previous one. */
+export interface SealedSecrets {
+  secret: string;
+  previous: string | null;
+  previousExpiresAt: number | null;
+}
+
+export interface EndpointRecord {
+  id: string;
+  storeId: string;
+  url: string;
+  description: string | null;
+  enabledEvents: string[];
+  enabled: boolean;
+  secrets: SealedSecrets;
+  createdAt: number;
+  deletedAt: number | null;
+}
+
+interface Row {
+  id: string;
+  store_id: string;
+  url: string;
+  description: string | null;
+  enabled_events: string;
+  enabled: number;
+  secret: string;
+  secret_previous: string | null;
+  secret_previous_expires_at: number | null;
+  created_at: number;
+  deleted_at: number | null;
+}
+
+const toRecord = (r: Row): EndpointRecord => ({
+  id: r.id,
+  storeId: r.store_id,
+  url: r.url,
+  description: r.description,
+  enabledEvents: JSON.parse(r.enabled_events) as string[],
+  enabled: r.enabled === 1,
+  secrets: { secret: r.secret, previous: r.secret_previous, previousExpiresAt: r.secret_previous_expires_at },
+  createdAt: r.created_at,
+  deletedAt: r.deleted_at,
+});
+
+export type WebhookEndpointsRepo = ReturnType<typeof createWebhookEndpointsRepo>;
+
+export function createWebhookEndpointsRepo(db: Db) {
+  const byId = db.prepare<[string], Row>('SELECT * FROM webhook_endpoints WHERE id = ? AND deleted_at IS NULL');
+  const byStore = db.prepare<[string], Row>('SELECT * FROM webhook_endpoints WHERE store_id = ? AND deleted_at IS NULL ORDER BY id');
+  const insert = db.prepare(
+    `INSERT INTO webhook_endpoints (id, store_id, url, description, enabled_events, enabled, secret, created_at)
+     VALUES (@id, @storeId, @url, @description, @enabledEvents, @enabled, @secret, @createdAt)`,
+  );
+  const update = db.prepare(
+    `UPDATE webhook_endpoints SET url = @url, description = @description, enabled_events = @enabledEvents, enabled = @enabled,
+       secret = @secret, secret_previous = @previous, secret_previous_expires_at = @previousExpiresAt, deleted_at = @deletedAt
+     WHERE id = @id`,
+  );
+  const storeSecrets = db.prepare<[string], { s: string | null; p: string | null; e: number | null }>(
+    'SELECT callback_secret AS s, callback_secret_previous AS p, callback_secret_previous_expires_at AS e FROM stores WHERE id = ?',
+  );
+  const setStoreSecrets = db.prepare<[string, string | null, number | null, string]>(
+    'UPDATE stores SET callback_secret = ?, callback_secret_previous = ?, callback_secret_previous_expires_at = ? WHERE id = ?',
+  );
+  return {
+    get(id: string): EndpointRecord | null {
+      const row = byId.get(id);
+      return row ? toRecord(row) : null;
+    },
+    listForStore(storeId: string): EndpointRecord[] {
+      return byStore.all(storeId).map(toRecord);
+    },
+    insert(e: EndpointRecord): void {
+      insert.run({ ...e, enabledEvents: JSON.stringify(e.enabledEvents), enabled: e.enabled ? 1 : 0, secret: e.secrets.secret });
+    },
+    update(e: EndpointRecord): void {
+      update.run({ ...e, ...e.secrets, enabledEvents: JSON.stringify(e.enabledEvents), enabled: e.enabled ? 1 : 0 });
+    },
+    /** The store's secrets for per-invoice callback_url deliveries. */
+    getCallbackSecrets(storeId: string): SealedSecrets | null {
+      const r = storeSecrets.get(storeId);
+      return r?.s ? { secret: r.s, previous: r.p, previousExpiresAt: r.e } : null;
+    },
+    setCallbackSecrets(storeId: string, s: SealedSecrets): void {
+      setStoreSecrets.run(s.secret, s.previous, s.previousExpiresAt, storeId);
+    },
+  };
+}

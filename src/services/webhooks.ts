@@ -1,0 +1,225 @@
+import { toIso } from '../clock.ts';
+import { inTransaction } from '../db/connection.ts';
+import type { EndpointRecord, SealedSecrets } from '../db/webhook-endpoints.ts';
+import type { DeliveryRecord, DeliveryStatus } from '../db/webhook-deliveries.ts';
+import { ApiError, invalidField } from '../domain/errors.ts';
+import { EVENT_TYPES, WEBHOOK_TEST_EVENT_TYPE } from '../domain/event-types.ts';
+import type { Invoice } from '../domain/invoice.ts';
+import { invoiceView } from '../domain/invoice-view.ts';
+import { newId } from '../ids.ts';
+import { generateWebhookSecret, PREVIOUS_SECRET_VALIDITY_MS } from '../webhooks/secrets.ts';
+import type { Context } from './context.ts';
+import { getStore } from './stores.ts';
+
+export const MAX_ENDPOINTS_PER_STORE = 16;
+const URL_MAX = 2048;
+const DESCRIPTION_MAX = 255;
+
+export interface EndpointInput {
+  url?: unknown;
+  description?: unknown;
+  enabled_events?: unknown;
+  enabled?: unknown;
+}
+
+function parseUrl(v: unknown): string {
+  const bad = () => invalidField('url', 'url must be an absolute http(s) URL of at most 2048 characters');
+  if (typeof v !== 'string' || v.length > URL_MAX) throw bad();
+  try {
+    const u = new URL(v);
+    if ((u.protocol !== 'http:' && u.protocol !== 'https:') || !u.hostname) throw bad();
+    return u.toString();
+  } catch {
+    throw bad();
+  }
+}
+
+function parseEvents(v: unknown): string[] {
+  if (!Array.isArray(v) || v.length === 0) throw invalidField('enabled_events', 'enabled_events must be ["*"] or a non-empty list of event types');
+  const allowed = new Set<string>(['*', ...EVENT_TYPES]);
+  for (const t of v) {
+    if (typeof t !== 'string' || !allowed.has(t)) throw invalidField('enabled_events', `unknown event type ${JSON.stringify(t)?.slice(0, 64)}; known: ${EVENT_TYPES.join(', ')}`);
+  }
+  return [...new Set(v as string[])];
+}
+
+function parseDescription(v: unknown): string | null {
+  if (v === null || v === undefined) return null;
+  if (typeof v !== 'string' || v.length > DESCRIPTION_MAX) throw invalidField('description', `description must be a string of at most ${DESCRIPTION_MAX} characters`);
+  return v;
+}
+
+function rejectUnknown(input: object, known: string[]): void {
+  const unknown = Object.keys(input).find((k) => !known.includes(k));
+  if (unknown) throw invalidField(unknown, `unknown field "${unknown.slice(0, 64)}"`);
+}
+
+function liveStore(ctx: Context, storeId: string) {
+  const store = getStore(ctx, storeId);
+  if (store.archivedAt !== null) throw new ApiError('not_found', `no store ${storeId}`);
+  return store;
+}
+
+/** A new endpoint; its secret is returned in clear this once. */
+export function createEndpoint(ctx: Context, storeId: string, input: EndpointInput): { endpoint: EndpointRecord; secret: string } {
+  rejectUnknown(input, ['url', 'description', 'enabled_events']);
+  const url = parseUrl(input.url);
+  const description = parseDescription(input.description);
+  const enabledEvents = input.enabled_events === undefined ? ['*'] : parseEvents(input.enabled_events);
+  const secret = generateWebhookSecret();
+  const endpoint = inTransaction(ctx.db, () => {
+    liveStore(ctx, storeId);
+    if (ctx.repos.webhookEndpoints.listForStore(storeId).length >= MAX_ENDPOINTS_PER_STORE) {
+      throw invalidField('url', `a store can have at most ${MAX_ENDPOINTS_PER_STORE} webhook endpoints`);
+    }
+    const e: EndpointRecord = {
+      id: newId('we', ctx.clock.now()),
+      storeId,
+      url,
+      description,
+      enabledEvents,
+      enabled: true,
+      secrets: { secret: ctx.secrets.seal(secret), previous: null, previousExpiresAt: null },
+      createdAt: ctx.clock.now(),
+      deletedAt: null,
+    };
+    ctx.repos.webhookEndpoints.insert(e);
+    return e;
+  });
+  return { endpoint, secret };
+}
+
+export function listEndpoints(ctx: Context, storeId: string): EndpointRecord[] {
+  liveStore(ctx, storeId);
+  return ctx.repos.webhookEndpoints.listForStore(storeId);
+}
+
+export function getEndpoint(ctx: Context, storeId: string, id: string): EndpointRecord {
+  const e = ctx.repos.webhookEndpoints.get(id);
+  if (!e || e.storeId !== storeId) throw new ApiError('not_found', `no webhook endpoint ${id.slice(0, 64)}`);
+  return e;
+}
+
+export function updateEndpoint(ctx: Context, storeId: string, id: string, input: EndpointInput): EndpointRecord {
+  rejectUnknown(input, ['url', 'description', 'enabled_events', 'enabled']);
+  if (input.enabled !== undefined && typeof input.enabled !== 'boolean') throw invalidField('enabled', 'enabled must be true or false');
+  return inTransaction(ctx.db, () => {
+    const e = getEndpoint(ctx, storeId, id);
+    const next: EndpointRecord = {
+      ...e,
+      url: input.url === undefined ? e.url : parseUrl(input.url),
+      description: input.description === undefined ? e.description : parseDescription(input.description),
+      enabledEvents: input.enabled_events === undefined ? e.enabledEvents : parseEvents(input.enabled_events),
+      enabled: input.enabled === undefined ? e.enabled : (input.enabled as boolean),
+    };
+    ctx.repos.webhookEndpoints.update(next);
+    return next;
+  });
+}
+
+export function deleteEndpoint(ctx: Context, storeId: string, id: string): EndpointRecord {
+  return inTransaction(ctx.db, () => {
+    const e = { ...getEndpoint(ctx, storeId, id), deletedAt: ctx.clock.now() };
+    ctx.repos.webhookEndpoints.update(e);
+    return e;
+  });
+}
+
+function rotated(ctx: Context, current: SealedSecrets): { sealed: SealedSecrets; secret: string } {
+  const secret = generateWebhookSecret();
+  // The previous secret stays valid 24 h (spec 6.3.5), so receivers can switch without dropping events.
+  return { secret, sealed: { secret: ctx.secrets.seal(secret), previous: current.secret, previousExpiresAt: ctx.clock.now() + PREVIOUS_SECRET_VALIDITY_MS } };
+}
+
+export function rotateEndpointSecret(ctx: Context, storeId: string, id: string): { endpoint: EndpointRecord; secret: string } {
+  return inTransaction(ctx.db, () => {
+    const e = getEndpoint(ctx, storeId, id);
+    const { sealed, secret } = rotated(ctx, e.secrets);
+    const next = { ...e, secrets: sealed };
+    ctx.repos.webhookEndpoints.update(next);
+    return { endpoint: next, secret };
+  });
+}
+
+export function rotateCallbackSecret(ctx: Context, storeId: string): { secret: string; previousExpiresAt: number | null } {
+  return inTransaction(ctx.db, () => {
+    liveStore(ctx, storeId);
+    const current = ctx.repos.webhookEndpoints.getCallbackSecrets(storeId);
+    const secret = generateWebhookSecret();
+    const sealed = current ? rotated(ctx, current) : { secret, sealed: { secret: ctx.secrets.seal(secret), previous: null, previousExpiresAt: null } };
+    ctx.repos.webhookEndpoints.setCallbackSecrets(storeId, sealed.sealed);
+    return { secret: sealed.secret, previousExpiresAt: sealed.sealed.previousExpiresAt };
+  });
+}
+
+/** A synthetic invoice for webhook.test: plainly marked, never stored as an invoice. */
+function syntheticInvoice(storeId: string, livemode: boolean, now: number): Invoice {
+  return {
+    id: newId('inv', now),
+    storeId,
+    livemode,
+    status: 'paid',
+    amountSats: 10_000,
+    fiat: null,
+    address: 'bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu',
+    confirmationsRequired: 1,
+    lateWindowMs: 0,
+    expiresAt: now + 30 * 60_000,
+    createdAt: now,
+    paidAt: now,
+    cancelledAt: null,
+    expiredAt: null,
+    metadata: { synthetic: 'true' },
+    callbackUrl: null,
+    payments: [],
+  };
+}
+
+/** Queues a webhook.test delivery to one endpoint; returns its id. The worker sends it. */
+export function queueTestDelivery(ctx: Context, storeId: string, endpointId: string): string {
+  return inTransaction(ctx.db, () => {
+    const store = liveStore(ctx, storeId);
+    const e = getEndpoint(ctx, storeId, endpointId);
+    const now = ctx.clock.now();
+    const eventId = newId('evt', now);
+    const invoice = syntheticInvoice(store.id, store.mode === 'live', now);
+    const body = JSON.stringify({
+      event_id: eventId,
+      event_type: WEBHOOK_TEST_EVENT_TYPE,
+      created_at: toIso(now),
+      livemode: invoice.livemode,
+      data: { invoice: invoiceView(invoice, ctx.baseUrl) },
+    });
+    ctx.repos.events.insertDispatched({ id: eventId, type: WEBHOOK_TEST_EVENT_TYPE, storeId, invoiceId: null, livemode: invoice.livemode, createdAt: now, body });
+    const id = newId('dlv', now);
+    ctx.repos.webhookDeliveries.insert({ id, eventId, storeId, endpointId: e.id, target: e.id, url: e.url, nextAttemptAt: now, createdAt: now });
+    return id;
+  });
+}
+
+export function getDelivery(ctx: Context, id: string): DeliveryRecord {
+  const d = ctx.repos.webhookDeliveries.get(id);
+  if (!d) throw new ApiError('not_found', `no delivery ${id.slice(0, 64)}`);
+  return d;
+}
+
+export const DELIVERY_STATUSES: readonly DeliveryStatus[] = ['attempting', 'success', 'failed', 'dead_letter'];
+
+/** Starts a fresh cycle of 7 attempts for a dead-lettered (or failed) delivery: same event, same body. */
+export function replayDelivery(ctx: Context, id: string): DeliveryRecord {
+  return inTransaction(ctx.db, () => {
+    const d = getDelivery(ctx, id);
+    if (!ctx.repos.webhookDeliveries.replay(id, ctx.clock.now())) {
+      throw invalidField('id', `delivery ${id} is ${d.status}; only dead_letter and failed deliveries can be replayed`);
+    }
+    return ctx.repos.webhookDeliveries.get(id)!;
+  });
+}
+
+export function replayAllDead(ctx: Context, storeId?: string): DeliveryRecord[] {
+  return inTransaction(ctx.db, () => {
+    const dead = ctx.repos.webhookDeliveries.list({ storeId, status: 'dead_letter', limit: 1_000_000 });
+    for (const d of dead) ctx.repos.webhookDeliveries.replay(d.id, ctx.clock.now());
+    return dead.map((d) => ctx.repos.webhookDeliveries.get(d.id)!);
+  });
+}

@@ -1,0 +1,43 @@
+import type { EventRecord } from '../db/events.ts';
+import { newId } from '../ids.ts';
+import type { Context } from '../services/context.ts';
+
+/** The fairness key of a receiver: an endpoint, or a callback URL's origin. */
+export function callbackTarget(url: string): string {
+  return `callback:${new URL(url).origin}`;
+}
+
+function subscribes(enabledEvents: string[], type: string): boolean {
+  return enabledEvents.includes('*') || enabledEvents.includes(type);
+}
+
+/**
+ * Turns outbox events into deliveries: one for the invoice's callback_url and
+ * one per enabled store endpoint subscribed to the type. Deliveries and the
+ * dispatched mark are written in one transaction, and (event, target) is
+ * unique, so a crash here neither loses nor doubles a delivery.
+ */
+export function dispatchEvents(ctx: Context, limit = 500): number {
+  return ctx.db.transaction(() => {
+    const events = ctx.repos.events.listUndispatched(limit);
+    const endpointsByStore = new Map<string, ReturnType<typeof ctx.repos.webhookEndpoints.listForStore>>();
+    const now = ctx.clock.now();
+    for (const e of events) {
+      let endpoints = endpointsByStore.get(e.storeId);
+      if (!endpoints) endpointsByStore.set(e.storeId, (endpoints = ctx.repos.webhookEndpoints.listForStore(e.storeId)));
+      const add = (endpointId: string | null, target: string, url: string) =>
+        ctx.repos.webhookDeliveries.insert({ id: newId('dlv', now), eventId: e.id, storeId: e.storeId, endpointId, target, url, nextAttemptAt: now, createdAt: now });
+      const callbackUrl = callbackUrlOf(e);
+      if (callbackUrl) add(null, callbackTarget(callbackUrl), callbackUrl);
+      for (const ep of endpoints) if (ep.enabled && subscribes(ep.enabledEvents, e.type)) add(ep.id, ep.id, ep.url);
+      ctx.repos.events.markDispatched(e.seq);
+    }
+    return events.length;
+  }).immediate();
+}
+
+function callbackUrlOf(e: EventRecord): string | null {
+  const body = JSON.parse(e.body) as { data?: { invoice?: { callback_url?: unknown } } };
+  const url = body.data?.invoice?.callback_url;
+  return typeof url === 'string' ? url : null;
+}

@@ -1,0 +1,219 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { loadConfig } from '../../../src/config.ts';
+import { silentLogger } from '../../../src/log.ts';
+import { createRuntime } from '../../../src/runtime.ts';
+import { RETRY_DELAYS_MS } from '../../../src/webhooks/schedule.ts';
+import { verifyWebhook } from '../../../src/webhooks/signature.ts';
+import { answer } from '../../fakes/webhook-receiver.ts';
+import { runTill } from '../../helpers/cli.ts';
+import { call } from '../../helpers/till-server.ts';
+import { createInvoice, deliveriesOf, startWebhookFixture } from './helpers.ts';
+
+describe('webhook delivery', () => {
+  test('a delivery carries the spec headers and a signature over the exact body', async (t) => {
+    const f = await startWebhookFixture(t);
+    const invoice = await createInvoice(f);
+    await f.till.rt.webhooks.runOnce();
+    const [req] = await f.receiver.waitForRequests(1, 5000);
+    assert.equal(req!.method, 'POST');
+    assert.equal(req!.url, '/hooks');
+    assert.equal(req!.headers['content-type'], 'application/json');
+    assert.equal(req!.headers['user-agent'], 'Service-Webhook/1.0');
+    const body = JSON.parse(req!.body);
+    assert.deepEqual(Object.keys(body), ['event_id', 'event_type', 'created_at', 'livemode', 'data']);
+    assert.match(body.event_id, /^evt_/);
+    assert.equal(req!.headers['x-service-event-id'], body.event_id);
+    assert.equal(body.event_type, 'invoice.created');
+    assert.equal(req!.headers['x-service-event-type'], 'invoice.created');
+    assert.match(body.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    assert.equal(body.livemode, false);
+    assert.equal(body.data.invoice.id, invoice.id);
+    const stored = f.till.rt.ctx.db.prepare('SELECT body FROM events WHERE id = ?').get(body.event_id) as { body: string };
+    assert.equal(req!.body, stored.body, 'the body on the wire is the outbox body, byte for byte');
+    const sig = String(req!.headers['x-service-signature']);
+    assert.match(sig, /^t=\d+,v1=[0-9a-f]{64}$/);
+    assert.equal(Number(/t=(\d+)/.exec(sig)![1]), Math.floor(f.till.clock.now() / 1000));
+    assert.deepEqual(verifyWebhook(req!.rawBody, sig, [f.secret], { now: f.till.clock.now() }), { ok: true, timestamp: Math.floor(f.till.clock.now() / 1000) });
+    assert.equal(verifyWebhook(req!.rawBody, sig, ['whsec_wrong'], { now: f.till.clock.now() }).ok, false);
+    assert.equal(deliveriesOf(f.till)[0]!.status, 'success');
+  });
+
+  test("an invoice's callback_url gets its own delivery, signed with the store's callback secret", async (t) => {
+    const f = await startWebhookFixture(t, { events: ['invoice.paid'] });
+    const rotated = await call(f.till, 'POST', `/v1/stores/${f.store.storeId}/callback-secret/rotate`, { key: f.store.key });
+    assert.equal(rotated.status, 200);
+    await createInvoice(f, { amount_sats: 1000, callback_url: `${f.receiver.url}/cb?order=7` });
+    await f.till.rt.webhooks.runOnce();
+    const [req] = await f.receiver.waitForRequests(1, 5000);
+    assert.equal(req!.url, '/cb?order=7', 'the endpoint is not subscribed to invoice.created; the callback gets every event');
+    const sig = String(req!.headers['x-service-signature']);
+    assert.equal(sig.split(',').filter((p) => p.startsWith('v1=')).length, 2, 'the previous callback secret is still valid after the rotation');
+    assert.equal(verifyWebhook(req!.rawBody, sig, [rotated.body.secret], { now: f.till.clock.now() }).ok, true);
+  });
+
+  test('the whole retry schedule: 1m, 5m, 30m, 2h, 12h, 24h, then dead_letter; each attempt signed afresh', async (t) => {
+    const f = await startWebhookFixture(t, { events: ['invoice.created'] });
+    f.receiver.respondWith(() => answer.status(503, 'busy'));
+    await createInvoice(f);
+    await f.till.rt.webhooks.runOnce();
+    assert.equal(f.receiver.requests.length, 1);
+    for (const [i, delay] of RETRY_DELAYS_MS.entries()) {
+      f.till.clock.advance(delay - 1000);
+      await f.till.rt.webhooks.runOnce();
+      assert.equal(f.receiver.requests.length, i + 1, `attempt ${i + 2} is not sent a second early`);
+      f.till.clock.advance(1000);
+      await f.till.rt.webhooks.runOnce();
+      assert.equal(f.receiver.requests.length, i + 2, `attempt ${i + 2} is sent after ${delay / 1000} s`);
+    }
+    const ts = f.receiver.requests.map((r) => Number(/t=(\d+)/.exec(String(r.headers['x-service-signature']))![1]));
+    assert.equal(new Set(ts).size, 7, 'every attempt has its own t');
+    for (const r of f.receiver.requests) {
+      assert.equal(verifyWebhook(r.rawBody, String(r.headers['x-service-signature']), [f.secret], { now: r.receivedAt }).ok, true);
+    }
+    const [d] = deliveriesOf(f.till);
+    assert.equal(d!.status, 'dead_letter');
+    assert.equal(d!.attempts, 7);
+    f.till.clock.advance(7 * 24 * 3600_000);
+    await f.till.rt.webhooks.runOnce();
+    assert.equal(f.receiver.requests.length, 7, 'nothing more after dead_letter');
+
+    // Replay through the real CLI on the same data dir, as an admin would.
+    const r = await runTill(['deliveries', 'replay', '--all-dead'], { dataDir: f.till.config.dataDir });
+    assert.equal(r.code, 0, r.stderr);
+    f.receiver.respondWith(answer.status(200, 'thanks'));
+    await f.till.rt.webhooks.runOnce();
+    assert.equal(f.receiver.requests.length, 8);
+    assert.equal(f.receiver.requests[7]!.body, f.receiver.requests[0]!.body, 'a replay sends the same event and body');
+    const after = f.till.rt.ctx.repos.webhookDeliveries.get(d!.id)!;
+    assert.equal(after.status, 'success');
+    assert.equal(after.responseBody, 'thanks');
+    assert.equal(after.totalAttempts, 8);
+  });
+
+  for (const status of [400, 404, 410]) {
+    test(`a ${status} is a permanent failure: no retry`, async (t) => {
+      const f = await startWebhookFixture(t, { events: ['invoice.created'] });
+      f.receiver.respondWith(answer.status(status, 'nope'));
+      await createInvoice(f);
+      await f.till.rt.webhooks.runOnce();
+      f.till.clock.advance(48 * 3600_000);
+      await f.till.rt.webhooks.runOnce();
+      assert.equal(f.receiver.requests.length, 1);
+      const [d] = deliveriesOf(f.till);
+      assert.equal(d!.status, 'failed');
+      assert.equal(f.till.rt.ctx.repos.webhookDeliveries.get(d!.id)!.lastStatusCode, status);
+    });
+  }
+
+  for (const status of [200, 201, 204]) {
+    test(`a ${status} is success`, async (t) => {
+      const f = await startWebhookFixture(t, { events: ['invoice.created'] });
+      f.receiver.respondWith(answer.status(status));
+      await createInvoice(f);
+      await f.till.rt.webhooks.runOnce();
+      assert.equal(deliveriesOf(f.till)[0]!.status, 'success');
+    });
+  }
+
+  const retryable: Array<[string, ReturnType<typeof answer.status>]> = [
+    ['500', answer.status(500)],
+    ['a hang past the timeout', answer.hang()],
+    ['a 200 whose body is still coming at the timeout', answer.slowBody({ chunks: 20, intervalMs: 100 })],
+    ['a connection reset', answer.reset()],
+    ['a redirect (not followed)', answer.redirect('http://127.0.0.1:1/elsewhere')],
+  ];
+  for (const [name, a] of retryable) {
+    test(`${name} is retried after 1 minute`, async (t) => {
+      const f = await startWebhookFixture(t, { events: ['invoice.created'], webhookTimeoutMs: 500 });
+      f.receiver.respondWith(a, answer.status(200));
+      await createInvoice(f);
+      await f.till.rt.webhooks.runOnce();
+      const [d] = deliveriesOf(f.till);
+      assert.equal(d!.status, 'attempting');
+      assert.equal(d!.next_attempt_at, f.till.clock.now() + 60_000 - (f.till.clock.now() - (f.till.rt.ctx.repos.webhookDeliveries.get(d!.id)!.lastAttemptAt ?? 0)));
+      f.till.clock.advance(60_000);
+      await f.till.rt.webhooks.runOnce();
+      assert.equal(deliveriesOf(f.till)[0]!.status, 'success');
+      assert.equal(f.receiver.requests.length, 2, 'the redirect target was never called');
+    });
+  }
+
+  test('rotation: two v1 signatures for 24 h, then only the new one', async (t) => {
+    const f = await startWebhookFixture(t, { events: ['invoice.created'] });
+    const rot = await call(f.till, 'POST', `/v1/stores/${f.store.storeId}/webhooks/${f.endpointId}/rotate-secret`, { key: f.store.key });
+    assert.equal(rot.status, 200);
+    assert.notEqual(rot.body.secret, f.secret);
+    await createInvoice(f);
+    await f.till.rt.webhooks.runOnce();
+    const first = f.receiver.requests[0]!;
+    const sig = String(first.headers['x-service-signature']);
+    assert.equal(sig.match(/v1=/g)!.length, 2);
+    for (const secret of [f.secret, rot.body.secret]) {
+      assert.equal(verifyWebhook(first.rawBody, sig, [secret], { now: f.till.clock.now() }).ok, true);
+    }
+    f.till.clock.advance(24 * 3600_000 + 1);
+    await createInvoice(f);
+    await f.till.rt.webhooks.runOnce();
+    const second = String(f.receiver.requests[1]!.headers['x-service-signature']);
+    assert.equal(second.match(/v1=/g)!.length, 1);
+    assert.equal(verifyWebhook(f.receiver.requests[1]!.rawBody, second, [f.secret], { now: f.till.clock.now() }).ok, false);
+  });
+
+  test('a restart in the middle of the schedule resumes it from the database', async (t) => {
+    const f = await startWebhookFixture(t, { events: ['invoice.created'] });
+    f.receiver.respondWith(() => answer.status(500));
+    await createInvoice(f);
+    await f.till.rt.webhooks.runOnce();
+    f.till.clock.advance(60_000);
+    await f.till.rt.webhooks.runOnce();
+    assert.equal(f.receiver.requests.length, 2);
+    // Stop this Till and start another on the same data dir, as a restart does.
+    await f.till.rt.stop();
+    const rt2 = createRuntime(loadConfig({ env: { TILL_DATA_DIR: f.till.config.dataDir, TILL_NETWORK: 'regtest', TILL_RATES: 'fixed:65000', TILL_ALLOW_PRIVATE_CALLBACKS: 'true' } }), { clock: f.till.clock, logger: silentLogger });
+    t.after(() => rt2.stop());
+    f.till.clock.advance(5 * 60_000 - 1000);
+    await rt2.webhooks.runOnce();
+    assert.equal(f.receiver.requests.length, 2, 'not before the 5-minute retry is due');
+    f.till.clock.advance(1000);
+    f.receiver.respondWith(answer.status(200));
+    await rt2.webhooks.runOnce();
+    assert.equal(f.receiver.requests.length, 3);
+    assert.equal(rt2.ctx.repos.webhookDeliveries.list({ limit: 10 })[0]!.status, 'success');
+  });
+
+  test('private addresses are refused unless the operator allows them', async (t) => {
+    const f = await startWebhookFixture(t, { events: ['invoice.created'], env: { TILL_ALLOW_PRIVATE_CALLBACKS: 'false' } });
+    await createInvoice(f);
+    await f.till.rt.webhooks.runOnce();
+    assert.equal(f.receiver.requests.length, 0);
+    const d = f.till.rt.ctx.repos.webhookDeliveries.get(deliveriesOf(f.till)[0]!.id)!;
+    assert.equal(d.status, 'attempting');
+    assert.match(d.lastError!, /private address/);
+  });
+
+  test('a slow endpoint does not hold up another one, nor its own later events', async (t) => {
+    const f = await startWebhookFixture(t, { events: ['invoice.created'], webhookTimeoutMs: 3000 });
+    f.receiver.respondWith(() => answer.hang());
+    const fast = await (await import('../../fakes/webhook-receiver.ts')).startWebhookReceiver({ clock: f.till.clock });
+    t.after(() => fast.close());
+    const ep = await call(f.till, 'POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: { url: fast.url, enabled_events: ['invoice.cancelled'] } });
+    assert.equal(ep.status, 201);
+    const { createInvoice: createViaService } = await import('../../../src/services/invoices.ts');
+    const { parseInvoiceRequest } = await import('../../../src/domain/invoice-request.ts');
+    const { authenticateApiKey } = await import('../../../src/services/api-keys.ts');
+    const caller = authenticateApiKey(f.till.rt.ctx, `Bearer ${f.store.key}`);
+    await Promise.all(Array.from({ length: 1000 }, () =>
+      createViaService(f.till.rt.ctx, { caller, idempotencyKey: null, requestHash: 'x', parse: () => parseInvoiceRequest({ amount_sats: 1000 }) })));
+    f.till.rt.webhooks.start(50);
+    const inv = await createInvoice(f);
+    await call(f.till, 'POST', `/v1/invoices/${inv.id}/cancel`, { key: f.store.key });
+    const started = Date.now();
+    await fast.waitForRequests(1, 2000);
+    assert.ok(Date.now() - started < 2000);
+    assert.equal(JSON.parse(fast.requests[0]!.body).event_type, 'invoice.cancelled');
+    assert.ok(f.receiver.requests.length > 1, 'the slow endpoint gets several events at once');
+    assert.ok(f.receiver.requests.length <= 16, `at most 16 in flight to one endpoint, saw ${f.receiver.requests.length}`);
+    await f.till.rt.webhooks.stop();
+  });
+});
