@@ -1,0 +1,112 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { answer } from '../../fakes/webhook-receiver.ts';
+import { runTill } from '../../helpers/cli.ts';
+import { call, setupStore, TRANSPORTS } from '../../helpers/till-server.ts';
+import { createInvoice, deliveriesOf, startWebhookFixture } from './helpers.ts';
+
+for (const transport of TRANSPORTS) {
+  describe(`webhook endpoints API (${transport})`, () => {
+    test('create returns the secret once; list never shows it', async (t) => {
+      const f = await startWebhookFixture(t, { transport });
+      assert.match(f.secret, /^whsec_[0-9A-Za-z]{43}$/);
+      const list = await call(f.till, 'GET', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key });
+      assert.equal(list.status, 200);
+      assert.equal(list.body.object, 'list');
+      assert.equal(list.body.data.length, 1);
+      assert.equal(list.body.data[0].id, f.endpointId);
+      assert.equal(list.body.data[0].status, 'enabled');
+      assert.ok(!list.text.includes(f.secret));
+      const raw = f.till.rt.ctx.db.prepare('SELECT secret FROM webhook_endpoints').get() as { secret: string };
+      assert.ok(!raw.secret.includes(f.secret.slice(6)), 'the secret is sealed at rest');
+    });
+
+    test('the test call sends a signed webhook.test and answers with the delivery record', async (t) => {
+      const f = await startWebhookFixture(t, { transport });
+      f.receiver.respondWith(answer.status(202, 'got it'));
+      const res = await call(f.till, 'POST', `/v1/stores/${f.store.storeId}/webhooks/${f.endpointId}/test`, { key: f.store.key });
+      assert.equal(res.status, 201);
+      assert.equal(res.body.object, 'webhook_delivery');
+      assert.equal(res.body.status, 'success');
+      assert.equal(res.body.last_status_code, 202);
+      assert.equal(res.body.response_body, 'got it');
+      assert.equal(res.body.attempt_log.length, 1);
+      const body = JSON.parse(f.receiver.requests[0]!.body);
+      assert.equal(body.event_type, 'webhook.test');
+      assert.equal(body.data.invoice.metadata.synthetic, 'true');
+      // A synthetic event goes to the tested endpoint only and creates no invoice.
+      assert.equal((f.till.rt.ctx.db.prepare('SELECT COUNT(*) n FROM invoices').get() as { n: number }).n, 0);
+    });
+
+    test('disable stops deliveries; a disabled endpoint gets nothing', async (t) => {
+      const f = await startWebhookFixture(t, { transport });
+      const off = await call(f.till, 'POST', `/v1/stores/${f.store.storeId}/webhooks/${f.endpointId}`, { key: f.store.key, body: { enabled: false } });
+      assert.equal(off.status, 200);
+      assert.equal(off.body.status, 'disabled');
+      await createInvoice(f);
+      await f.till.rt.webhooks.runOnce();
+      assert.equal(f.receiver.requests.length, 0);
+      assert.equal(deliveriesOf(f.till).length, 0);
+      const del = await call(f.till, 'DELETE', `/v1/stores/${f.store.storeId}/webhooks/${f.endpointId}`, { key: f.store.key });
+      assert.equal(del.status, 200);
+      assert.equal((await call(f.till, 'GET', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key })).body.data.length, 0);
+    });
+
+    test('another store, bad input and auth get the documented errors', async (t) => {
+      const f = await startWebhookFixture(t, { transport });
+      const other = setupStore(f.till);
+      const cases: Array<[string, string, { key?: string; body?: unknown }, number, string]> = [
+        ['GET', `/v1/stores/${other.storeId}/webhooks`, { key: f.store.key }, 404, 'not_found'],
+        ['POST', `/v1/stores/${other.storeId}/webhooks/${f.endpointId}/test`, { key: other.key }, 404, 'not_found'],
+        ['GET', `/v1/stores/${f.store.storeId}/webhooks`, {}, 401, 'api_key_invalid'],
+        ['POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: { url: 'ftp://x' } }, 400, 'validation_error'],
+        ['POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: {} }, 400, 'validation_error'],
+        ['POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: { url: 'https://x.example', enabled_events: ['invoice.nope'] } }, 400, 'validation_error'],
+        ['POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: { url: 'https://x.example', enabled_events: [] } }, 400, 'validation_error'],
+        ['POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: { url: 'https://x.example', secret: 'mine' } }, 400, 'validation_error'],
+        ['POST', `/v1/stores/${f.store.storeId}/webhooks/we_nope/test`, { key: f.store.key }, 404, 'not_found'],
+        ['PUT', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key }, 405, 'method_not_allowed'],
+      ];
+      for (const [method, path, opts, status, code] of cases) {
+        const res = await call(f.till, method, path, opts);
+        assert.equal(res.status, status, `${method} ${path} ${JSON.stringify(opts.body)}: ${res.text}`);
+        assert.equal(res.body.error.code, code);
+        assert.equal(res.body.error.request_id, res.headers.get('x-request-id'));
+      }
+      assert.equal((f.till.rt.ctx.db.prepare('SELECT COUNT(*) n FROM webhook_endpoints').get() as { n: number }).n, 1, 'nothing was created by a bad request');
+    });
+  });
+}
+
+describe('webhooks and deliveries CLI', () => {
+  test('add, list, rotate, disable, then list and show deliveries', async (t) => {
+    const f = await startWebhookFixture(t);
+    const dataDir = f.till.config.dataDir;
+    const add = await runTill(['--json', 'webhooks', 'add', '--store', f.store.storeId, '--url', `${f.receiver.url}/cli`, '--events', 'invoice.created,invoice.paid'], { dataDir });
+    assert.equal(add.code, 0, add.stderr);
+    const ep = JSON.parse(add.stdout);
+    assert.deepEqual(ep.enabled_events, ['invoice.created', 'invoice.paid']);
+    const list = await runTill(['webhooks', 'list', '--store', f.store.storeId], { dataDir });
+    assert.match(list.stdout, new RegExp(ep.id));
+    assert.ok(!list.stdout.includes('whsec_'));
+    const rot = await runTill(['--json', 'webhooks', 'rotate', '--store', f.store.storeId, '--endpoint', ep.id], { dataDir });
+    assert.equal(rot.code, 0, rot.stderr);
+    assert.notEqual(JSON.parse(rot.stdout).secret, ep.secret);
+    const bad = await runTill(['webhooks', 'rotate', '--store', f.store.storeId], { dataDir });
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /--endpoint <id> or --callback/);
+    const dis = await runTill(['webhooks', 'disable', '--store', f.store.storeId, ep.id], { dataDir });
+    assert.equal(dis.code, 0, dis.stderr);
+    await createInvoice(f);
+    f.receiver.respondWith(answer.status(500, 'down'));
+    await f.till.rt.webhooks.runOnce();
+    const dl = await runTill(['--json', 'deliveries', 'list', '--status', 'attempting'], { dataDir });
+    const rows = JSON.parse(dl.stdout);
+    assert.equal(rows.length, 1, 'only the enabled first endpoint got a delivery');
+    const show = await runTill(['deliveries', 'show', rows[0].id], { dataDir });
+    assert.match(show.stdout, /#1 .* 500 .*down/);
+    const replayLive = await runTill(['deliveries', 'replay', rows[0].id], { dataDir });
+    assert.notEqual(replayLive.code, 0, 'a delivery still attempting cannot be replayed');
+    assert.match(replayLive.stderr, /only dead_letter and failed/);
+  });
+});
