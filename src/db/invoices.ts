@@ -1,5 +1,6 @@
 import type { Db } from './connection.ts';
 import type { Invoice, InvoiceStatus, Payment } from '../domain/invoice.ts';
+import { watchUntil } from '../domain/invoice-state.ts';
 
 interface InvoiceRow {
   id: string;
@@ -123,7 +124,7 @@ export function createInvoicesRepo(db: Db) {
   );
   const updateState = db.prepare(
     `UPDATE invoices SET status = @status, expires_at = @expiresAt, paid_at = @paidAt, cancelled_at = @cancelledAt, expired_at = @expiredAt,
-       version = version + 1
+       watch_until = @watchUntil, version = version + 1
      WHERE id = @id`,
   );
   const upsertPayment = db.prepare(
@@ -184,7 +185,7 @@ export function createInvoicesRepo(db: Db) {
     },
     /** Writes the state fields and the payment list of an invoice after a transition. */
     saveTransition(before: StoredInvoice, after: Invoice): void {
-      updateState.run(after);
+      updateState.run({ ...after, watchUntil: watchUntil(after) });
       const kept = new Set(after.payments.map((p) => `${p.txid}:${p.vout}`));
       for (const p of before.payments) if (!kept.has(`${p.txid}:${p.vout}`)) deletePayment.run(p.txid, p.vout);
       for (const p of after.payments) {

@@ -1,0 +1,21 @@
+import type { Migration } from './index.ts';
+
+// What the chain watcher needs to survive restarts and reorgs: the blocks it
+// processed (to find the fork point), and for each invoice until when its
+// address must be watched (NULL: for as long as its state needs it).
+export const m0003_chain: Migration = {
+  version: 3,
+  name: '0003_chain',
+  sql: `
+CREATE TABLE chain_blocks (
+  height       INTEGER PRIMARY KEY,
+  hash         TEXT NOT NULL UNIQUE,
+  prev_hash    TEXT NOT NULL,
+  processed_at INTEGER NOT NULL
+) STRICT;
+
+ALTER TABLE invoices ADD COLUMN watch_until INTEGER;
+CREATE INDEX invoices_watch_until ON invoices(watch_until);
+CREATE INDEX payments_status ON payments(status) WHERE status = 'mempool';
+`,
+};
