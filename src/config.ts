@@ -19,6 +19,7 @@ export interface Config {
   network: Network;
   rates: string;
   synchronous: 'FULL' | 'NORMAL';
+  busyTimeoutMs: number;
   minFreeDiskMb: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'silent';
   rpcUrl: string;
@@ -26,8 +27,11 @@ export interface Config {
   rpcPassword: string;
   rpcCookieFile: string;
   zmqEndpoint: string;
+  watchChain: boolean;
   addressPoolSize: number;
   allowPrivateCallbacks: boolean;
+  maxStreamsPerClient: number;
+  maxStreamsTotal: number;
 }
 
 type Parser<T> = (raw: unknown, where: string) => T;
@@ -115,6 +119,7 @@ export const SETTINGS = [
   setting({ key: 'network', file: 'network', env: 'TILL_NETWORK', flag: 'network', description: 'bitcoin network: main, test, signet or regtest', parse: oneOf(NETWORKS) }),
   setting({ key: 'rates', file: 'rates', env: 'TILL_RATES', flag: 'rates', description: 'USD rate sources: kraken,bitstamp,coinbase or fixed:<usd>', parse: asString }),
   setting({ key: 'synchronous', file: 'synchronous', env: 'TILL_SYNCHRONOUS', flag: 'synchronous', description: 'SQLite durability: FULL (default) or NORMAL', parse: oneOf(['FULL', 'NORMAL'] as const) }),
+  setting({ key: 'busyTimeoutMs', file: 'busy_timeout_ms', env: 'TILL_BUSY_TIMEOUT_MS', flag: 'busy-timeout-ms', description: 'how long a write waits for another connection (e.g. the CLI) before 503 database_unavailable', parse: integer(0, 60_000) }),
   setting({ key: 'minFreeDiskMb', file: 'min_free_disk_mb', env: 'TILL_MIN_FREE_DISK_MB', flag: 'min-free-disk-mb', description: 'refuse writes (503 disk_full) below this much free space', parse: integer(0, 1_000_000) }),
   setting({ key: 'logLevel', file: 'log_level', env: 'TILL_LOG_LEVEL', flag: 'log-level', description: 'fatal, error, warn, info, debug or silent', parse: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'silent'] as const) }),
   setting({ key: 'rpcUrl', file: 'bitcoind.rpc_url', env: 'TILL_RPC_URL', flag: 'rpc-url', description: "bitcoind JSON-RPC URL (default: the network's port on 127.0.0.1)", parse: optionalHttpUrl }),
@@ -122,8 +127,11 @@ export const SETTINGS = [
   setting({ key: 'rpcPassword', file: 'bitcoind.rpc_password', env: 'TILL_RPC_PASSWORD', flag: 'rpc-password', description: 'bitcoind RPC password', secret: true, parse: asString }),
   setting({ key: 'rpcCookieFile', file: 'bitcoind.cookie_file', env: 'TILL_RPC_COOKIE_FILE', flag: 'rpc-cookie-file', description: "bitcoind .cookie file (default: ~/.bitcoin/<network>/.cookie)", parse: asString }),
   setting({ key: 'zmqEndpoint', file: 'bitcoind.zmq', env: 'TILL_ZMQ', flag: 'zmq', description: 'bitcoind ZMQ endpoint (default: asked of bitcoind)', parse: zmqEndpoint }),
+  setting({ key: 'watchChain', file: 'bitcoind.enabled', env: 'TILL_BITCOIND', flag: 'bitcoind', description: 'watch the chain through bitcoind (false: test-mode only, e.g. the demo)', parse: boolean }),
   setting({ key: 'addressPoolSize', file: 'address_pool_size', env: 'TILL_ADDRESS_POOL_SIZE', flag: 'address-pool-size', description: 'addresses derived ahead per xpub', parse: integer(1, 1_000_000) }),
   setting({ key: 'allowPrivateCallbacks', file: 'webhooks.allow_private', env: 'TILL_ALLOW_PRIVATE_CALLBACKS', flag: 'allow-private-callbacks', description: 'allow webhooks to loopback, link-local and private addresses', parse: boolean }),
+  setting({ key: 'maxStreamsPerClient', file: 'max_streams_per_client', env: 'TILL_MAX_STREAMS_PER_CLIENT', flag: 'max-streams-per-client', description: 'checkout streams (SSE + WebSocket) one client address may hold open', parse: integer(1, 1_000_000) }),
+  setting({ key: 'maxStreamsTotal', file: 'max_streams_total', env: 'TILL_MAX_STREAMS_TOTAL', flag: 'max-streams-total', description: 'checkout streams (SSE + WebSocket) open at once in total', parse: integer(1, 10_000_000) }),
 ] as const;
 
 export const DEFAULTS: Omit<Config, 'dataDir'> & { dataDir: string } = {
@@ -135,6 +143,7 @@ export const DEFAULTS: Omit<Config, 'dataDir'> & { dataDir: string } = {
   network: 'main',
   rates: 'kraken,bitstamp,coinbase',
   synchronous: 'FULL',
+  busyTimeoutMs: 5000,
   minFreeDiskMb: 64,
   logLevel: 'info',
   rpcUrl: '',
@@ -142,12 +151,15 @@ export const DEFAULTS: Omit<Config, 'dataDir'> & { dataDir: string } = {
   rpcPassword: '',
   rpcCookieFile: '',
   zmqEndpoint: '',
+  watchChain: true,
   addressPoolSize: 200,
   allowPrivateCallbacks: false,
+  maxStreamsPerClient: 20,
+  maxStreamsTotal: 20_000,
 };
 
-/** What `npm start` (serve --demo) runs on: regtest, a fixed rate, no internet needed. */
-export const DEMO_DEFAULTS: Partial<Config> = { network: 'regtest', rates: 'fixed:65000' };
+/** What `npm start` (serve --demo) runs on: regtest, a fixed rate, no bitcoind, no internet needed. */
+export const DEMO_DEFAULTS: Partial<Config> = { network: 'regtest', rates: 'fixed:65000', watchChain: false };
 
 export const CONFIG_FILES = ['till.toml', 'till.json'];
 

@@ -7,10 +7,14 @@ import { parseRateSources } from './rates/provider.ts';
 import { RateService, type StoredRate } from './rates/rate-service.ts';
 import { refillAddressPool } from './services/address-pool.ts';
 import { createContext, type Context } from './services/context.ts';
+import { ExternalChanges } from './services/external-changes.ts';
 import { IDEMPOTENCY_TTL_MS, expireDueInvoices } from './services/invoices.ts';
 import { startLoop } from './services/workers.ts';
 import { VERSION } from './version.ts';
 import { DeliveryWorker } from './webhooks/delivery-worker.ts';
+import { Bitcoind } from './bitcoin/bitcoind.ts';
+import { ChainWatcher, type ChainHealth } from './bitcoin/chain-watcher.ts';
+import { createRpcClient } from './bitcoin/node-connection.ts';
 
 export interface HealthReport {
   status: 'ok' | 'degraded';
@@ -19,6 +23,7 @@ export interface HealthReport {
   schema_version: number;
   uptime_seconds: number;
   rates: { status: 'ok' | 'unavailable'; usd_per_btc: string | null; source: string | null; fetched_at: string | null };
+  chain: ChainHealth | { status: 'disabled' };
 }
 
 /**
@@ -30,6 +35,12 @@ export interface Runtime {
   ctx: Context;
   logger: Logger;
   webhooks: DeliveryWorker;
+  /** Null when the chain is not watched (bitcoind.enabled = false, e.g. the demo). */
+  chain: ChainWatcher | null;
+  /** Publishes invoice changes other processes (the CLI) commit; checkout streams watch through it. */
+  externalChanges: ExternalChanges;
+  /** Period of the checkout streams' heartbeat (15 s). */
+  streamHeartbeatMs: number;
   health(): HealthReport;
   /** Starts background work: rate refresh, expiry, pool refills, housekeeping. */
   start(): void;
@@ -44,6 +55,12 @@ export interface RuntimeOptions {
   expiryIntervalMs?: number;
   /** Per-attempt webhook timeout (spec: 10 s); tests shorten it. */
   webhookTimeoutMs?: number;
+  /** Checkout stream heartbeat period (15 s); tests shorten it. */
+  streamHeartbeatMs?: number;
+  /** Called when bitcoind turns out to be on another network: `serve` exits. */
+  onFatal?: (message: string) => void;
+  /** Re-sync timer of the chain watcher (30 s). */
+  chainResyncMs?: number;
 }
 
 const RATE_KEY = 'usd_rate';
@@ -52,7 +69,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
   const clock = opts.clock ?? systemClock;
   const logger = opts.logger ?? createLogger(config.logLevel);
   const providers = parseRateSources(config.rates, { baseUrls: opts.rateBaseUrls });
-  const db = openDatabase(config.dataDir, { synchronous: config.synchronous });
+  const db = openDatabase(config.dataDir, { synchronous: config.synchronous, busyTimeoutMs: config.busyTimeoutMs });
   const ctx = createContext(db, clock, config);
   ctx.rates = new RateService({
     providers,
@@ -64,8 +81,20 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
     },
   });
   const webhooks = new DeliveryWorker(ctx, logger, { timeoutMs: opts.webhookTimeoutMs });
-  // Until the chain watcher runs, nothing is waiting on a catch-up.
-  ctx.chain.caughtUp = true;
+  const externalChanges = new ExternalChanges(ctx);
+  const chain = config.watchChain
+    ? new ChainWatcher({
+        ctx,
+        logger,
+        bitcoind: new Bitcoind(createRpcClient(config)),
+        network: config.network,
+        zmqEndpoint: config.zmqEndpoint || undefined,
+        resyncIntervalMs: opts.chainResyncMs,
+        onFatal: opts.onFatal,
+      })
+    : null;
+  // Without a watcher nothing waits for a catch-up; with one, live invoices expire only after it.
+  ctx.chain.caughtUp = chain === null;
   const startedAt = clock.now();
   const loops: Array<{ stop(): Promise<void> }> = [];
   let stopped = false;
@@ -90,21 +119,28 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
     ctx,
     logger,
     webhooks,
+    chain,
+    externalChanges,
+    streamHeartbeatMs: opts.streamHeartbeatMs ?? 15_000,
     health() {
       const rates = rateHealth();
+      const chainHealth = chain?.health() ?? { status: 'disabled' as const };
       return {
-        status: 'ok',
+        status: chainHealth.status === 'synced' || chainHealth.status === 'disabled' ? 'ok' : 'degraded',
         version: VERSION,
         network: config.network,
         schema_version: LATEST_SCHEMA_VERSION,
         uptime_seconds: Math.floor((clock.now() - startedAt) / 1000),
         rates,
+        chain: chainHealth,
       };
     },
     start() {
       ctx.rates!.start();
       webhooks.start();
+      chain?.start();
       loops.push(startLoop('expiry', opts.expiryIntervalMs ?? 1000, logger, () => expireDueInvoices(ctx)));
+      loops.push(startLoop('external-changes', 1000, logger, () => externalChanges.poll()));
       loops.push(startLoop('address-pool', 5000, logger, refillAllPools));
       loops.push(startLoop('idempotency-purge', 60_000, logger, () => ctx.repos.idempotency.purgeBefore(clock.now() - IDEMPOTENCY_TTL_MS, 10_000)));
       refillAllPools().catch((err) => logger.error({ err }, 'address pool refill failed'));
@@ -114,6 +150,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
       stopped = true;
       await ctx.rates!.stop();
       await webhooks.stop();
+      await chain?.stop();
       await Promise.all(loops.map((l) => l.stop()));
       db.close();
     },

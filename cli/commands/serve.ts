@@ -11,7 +11,12 @@ export function serveCommand(): Command {
     .option('--demo', 'embedded default for trying Till: regtest, fixed USD rate, and a test store with an API key on first start')
     .action(async function (this: Command) {
       const config = configFrom(this, { demo: this.opts().demo });
-      const rt = createRuntime(config);
+      const rt = createRuntime(config, {
+        onFatal: (message) => {
+          process.stderr.write(`till: ${message}\n`);
+          process.exit(1);
+        },
+      });
       const demo = this.opts().demo ? seedDemo(rt.ctx) : null;
       const server = await listen(createApp(rt), config.host, config.port);
       rt.start();

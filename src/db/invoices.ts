@@ -3,6 +3,7 @@ import type { Invoice, InvoiceStatus, Payment } from '../domain/invoice.ts';
 import { watchUntil } from '../domain/invoice-state.ts';
 
 interface InvoiceRow {
+  rowid: number;
   id: string;
   store_id: string;
   livemode: number;
@@ -44,6 +45,8 @@ interface PaymentRow {
 
 /** An invoice as stored: the domain record plus where its address came from. */
 export interface StoredInvoice extends Invoice {
+  /** SQLite rowid: the chain watcher's compact handle for the invoice. */
+  rowid: number;
   xpubId: string;
   addressIndex: number;
   scriptHex: string;
@@ -89,6 +92,7 @@ function toInvoice(r: InvoiceRow, payments: Payment[]): StoredInvoice {
     metadata: JSON.parse(r.metadata) as Record<string, string>,
     callbackUrl: r.callback_url,
     payments,
+    rowid: r.rowid,
     xpubId: r.xpub_id,
     addressIndex: r.address_index,
     scriptHex: r.script_hex,
@@ -111,8 +115,30 @@ export interface ListQuery {
 export type InvoicesRepo = ReturnType<typeof createInvoicesRepo>;
 
 export function createInvoicesRepo(db: Db) {
-  const byId = db.prepare<[string], InvoiceRow>('SELECT * FROM invoices WHERE id = ?');
-  const byAddress = db.prepare<[string], InvoiceRow>('SELECT * FROM invoices WHERE address = ?');
+  const byId = db.prepare<[string], InvoiceRow>('SELECT rowid, * FROM invoices WHERE id = ?');
+  const byAddress = db.prepare<[string], InvoiceRow>('SELECT rowid, * FROM invoices WHERE address = ?');
+  const byRowid = db.prepare<[number], InvoiceRow>('SELECT rowid, * FROM invoices WHERE rowid = ?');
+  const watched = db.prepare<[number], { rowid: number; script_hex: string }>(
+    'SELECT rowid, script_hex FROM invoices WHERE watch_until IS NULL OR watch_until > ?',
+  );
+  const watchedAddresses = db.prepare<[number], { address: string }>(
+    'SELECT address FROM invoices WHERE watch_until IS NULL OR watch_until > ?',
+  );
+  const unwatchedSince = db.prepare<[number, number], { rowid: number; script_hex: string }>(
+    'SELECT rowid, script_hex FROM invoices WHERE watch_until > ? AND watch_until <= ?',
+  );
+  const withPaymentsAbove = db.prepare<[number], InvoiceRow>(
+    'SELECT rowid, * FROM invoices WHERE id IN (SELECT invoice_id FROM payments WHERE block_height >= ?)',
+  );
+  const withMempoolPayments = db.prepare<[], InvoiceRow>(
+    "SELECT rowid, * FROM invoices WHERE id IN (SELECT invoice_id FROM payments WHERE status = 'mempool')",
+  );
+  const withBlockPayments = db.prepare<[string], InvoiceRow>(
+    'SELECT rowid, * FROM invoices WHERE id IN (SELECT invoice_id FROM payments WHERE block_hash = ?)',
+  );
+  const refreshConfirmations = db.prepare<[number, number]>(
+    "UPDATE payments SET confirmations = ? - block_height + 1 WHERE status = 'confirmed' AND block_height >= ?",
+  );
   const paymentsOf = db.prepare<[string], PaymentRow>('SELECT * FROM payments WHERE invoice_id = ? ORDER BY first_seen_at, txid, vout');
   const insert = db.prepare(
     `INSERT INTO invoices (id, store_id, livemode, status, amount_sats, fiat_amount_cents, currency, rate_cents_per_btc, rate_source,
@@ -137,7 +163,7 @@ export function createInvoicesRepo(db: Db) {
   const duePending = db.prepare<[number, number, number], InvoiceRow>(
     // Skips invoices that on-time payments cover: they wait for confirmations
     // (the chain decides them), and must not crowd out the ones that can expire.
-    `SELECT * FROM invoices i WHERE status = 'pending' AND expires_at <= ? AND livemode <= ?
+    `SELECT rowid, * FROM invoices i WHERE status = 'pending' AND expires_at <= ? AND livemode <= ?
        AND COALESCE((SELECT SUM(p.amount_sats) FROM payments p
                      WHERE p.invoice_id = i.id AND p.status != 'replaced' AND p.first_seen_at < i.expires_at), 0) < i.amount_sats
      ORDER BY expires_at LIMIT ?`,
@@ -155,7 +181,7 @@ export function createInvoicesRepo(db: Db) {
     if (q.createdLte !== undefined) where.push('created_at <= ?');
     if (q.startingAfter) where.push('id < ?');
     if (q.endingBefore) where.push('id > ?');
-    const sql = `SELECT * FROM invoices WHERE ${where.join(' AND ')} ORDER BY id ${reverse ? 'ASC' : 'DESC'} LIMIT ?`;
+    const sql = `SELECT rowid, * FROM invoices WHERE ${where.join(' AND ')} ORDER BY id ${reverse ? 'ASC' : 'DESC'} LIMIT ?`;
     let stmt = listCache.get(sql);
     if (!stmt) {
       stmt = db.prepare<unknown[], InvoiceRow>(sql);
@@ -171,8 +197,36 @@ export function createInvoicesRepo(db: Db) {
     findByAddress(address: string): StoredInvoice | null {
       return load(byAddress.get(address));
     },
-    insert(inv: StoredInvoice): void {
-      insert.run({
+    getByRowid(rowid: number): StoredInvoice | null {
+      return load(byRowid.get(rowid));
+    },
+    /** Every invoice whose address the chain watcher must watch at this time. */
+    *iterateWatched(now: number): IterableIterator<{ rowid: number; scriptHex: string }> {
+      for (const r of watched.iterate(now)) yield { rowid: r.rowid, scriptHex: r.script_hex };
+    },
+    listWatchedAddresses(now: number): string[] {
+      return watchedAddresses.all(now).map((r) => r.address);
+    },
+    /** Invoices whose watch ended in (from, to]. */
+    listUnwatchedBetween(from: number, to: number): Array<{ rowid: number; scriptHex: string }> {
+      return unwatchedSince.all(from, to).map((r) => ({ rowid: r.rowid, scriptHex: r.script_hex }));
+    },
+    listWithPaymentsFromHeight(height: number): StoredInvoice[] {
+      return withPaymentsAbove.all(height).map((r) => load(r)!);
+    },
+    listWithMempoolPayments(): StoredInvoice[] {
+      return withMempoolPayments.all().map((r) => load(r)!);
+    },
+    listWithPaymentsInBlock(hash: string): StoredInvoice[] {
+      return withBlockPayments.all(hash).map((r) => load(r)!);
+    },
+    /** Confirmation counts of payments mined in the last `depth` blocks, as of `tip`. */
+    refreshConfirmations(tip: number, depth: number): void {
+      refreshConfirmations.run(tip, tip - depth + 1);
+    },
+    /** Writes a new invoice; returns its rowid. */
+    insert(inv: Omit<StoredInvoice, 'rowid'>): number {
+      return Number(insert.run({
         ...inv,
         livemode: inv.livemode ? 1 : 0,
         fiatAmountCents: inv.fiat?.amountCents ?? null,
@@ -181,7 +235,7 @@ export function createInvoicesRepo(db: Db) {
         rateSource: inv.fiat?.rateSource ?? null,
         rateFetchedAt: inv.fiat?.rateFetchedAt ?? null,
         metadata: JSON.stringify(inv.metadata),
-      });
+      }).lastInsertRowid);
     },
     /** Writes the state fields and the payment list of an invoice after a transition. */
     saveTransition(before: StoredInvoice, after: Invoice): void {

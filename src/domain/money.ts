@@ -127,3 +127,17 @@ function describe(value: unknown): string {
   const text = typeof value === 'string' ? JSON.stringify(value) : String(value);
   return text.length > 40 ? `${text.slice(0, 40)}…` : text;
 }
+
+/**
+ * A BTC amount as bitcoind prints it (a JSON number such as 0.00012345, read
+ * through its shortest decimal form, or a string) to integer sats. Throws for
+ * anything else: more than 8 decimals, negative, exponent form, over 21M BTC.
+ */
+export function btcToSats(value: number | string): number {
+  const text = typeof value === 'number' ? String(value) : value;
+  const m = /^(\d{1,8})(?:\.(\d{1,8}))?$/.exec(text);
+  if (!m) throw new Error(`not a BTC amount: ${JSON.stringify(value).slice(0, 40)}`);
+  const sats = BigInt(m[1]!) * 100_000_000n + BigInt((m[2] ?? '').padEnd(8, '0'));
+  if (sats > BigInt(MAX_SATS)) throw new Error('BTC amount above 21 million');
+  return Number(sats);
+}

@@ -2,6 +2,7 @@ import type { Clock } from '../clock.ts';
 import { publicBaseUrl, type Config } from '../config.ts';
 import type { Db } from '../db/connection.ts';
 import { createAddressPoolRepo } from '../db/address-pool.ts';
+import { createChainBlocksRepo } from '../db/chain-blocks.ts';
 import { createApiKeysRepo } from '../db/api-keys.ts';
 import { createEventsRepo } from '../db/events.ts';
 import { createIdempotencyRepo } from '../db/idempotency.ts';
@@ -55,6 +56,7 @@ function createRepos(db: Db) {
     meta: createMetaRepo(db),
     webhookEndpoints: createWebhookEndpointsRepo(db),
     webhookDeliveries: createWebhookDeliveriesRepo(db),
+    chainBlocks: createChainBlocksRepo(db),
   };
 }
 

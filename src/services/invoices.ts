@@ -56,6 +56,12 @@ export interface CreateInvoiceInput {
   parse: () => InvoiceRequest;
   requestHash: string;
   idempotencyKey: string | null;
+  /**
+   * Asked once the request is known not to be a replay; throws to refuse it
+   * (the rate limit). The returned slot is released when nothing is created,
+   * so only creations count.
+   */
+  admit?: () => { release(): void };
 }
 
 /**
@@ -69,6 +75,20 @@ export async function createInvoice(ctx: Context, input: CreateInvoiceInput): Pr
     const replay = checkIdempotency(ctx, caller, idempotencyKey, requestHash);
     if (replay) return replay;
   }
+  const slot = input.admit?.();
+  let result: CreateResult;
+  try {
+    result = await createAdmitted(ctx, input);
+  } catch (err) {
+    slot?.release();
+    throw err;
+  }
+  if (!result.invoice) slot?.release();
+  return result;
+}
+
+async function createAdmitted(ctx: Context, input: CreateInvoiceInput): Promise<CreateResult> {
+  const { caller, idempotencyKey, requestHash } = input;
   const req = input.parse();
   const live = envOf(caller) === 'live';
   if (live && ctx.chain.initialBlockDownload) {
@@ -105,7 +125,7 @@ export async function createInvoice(ctx: Context, input: CreateInvoiceInput): Pr
         throw new ApiError('gap_limit_exceeded', `the wallet's gap limit (${xpub.gapLimit}) is within 5 of being reached and no payment was seen in 24 hours. Raise the gap limit in your wallet (100 or more recommended) and run: till xpub add --store ${store.id} --env live --gap-limit 100 <xpub>, or rotate to a new xpub.`);
       }
       const addr = allocateAddress(ctx, xpub);
-      const invoice: StoredInvoice = {
+      const fields: Omit<StoredInvoice, 'rowid'> = {
         id: newId('inv', now),
         storeId: store.id,
         livemode: live,
@@ -128,7 +148,7 @@ export async function createInvoice(ctx: Context, input: CreateInvoiceInput): Pr
         scriptHex: addr.scriptHex,
         version: 1,
       };
-      ctx.repos.invoices.insert(invoice);
+      const invoice: StoredInvoice = { ...fields, rowid: ctx.repos.invoices.insert(fields) };
       recordEvents(ctx, invoice, [{ type: 'invoice.created' }]);
       const body = JSON.stringify(invoiceView(invoice, ctx.baseUrl));
       if (idempotencyKey) ctx.repos.idempotency.put(caller.apiKey.id, idempotencyKey, { requestHash, status: 201, body, createdAt: now });

@@ -34,7 +34,7 @@ export interface TestTillOptions extends RuntimeOptions {
 export async function startTestTill(t: TestContext, opts: TestTillOptions = {}): Promise<TestTill> {
   const dataDir = tempDir(t);
   const config = loadConfig({
-    env: { TILL_DATA_DIR: dataDir, TILL_NETWORK: 'regtest', TILL_RATES: 'fixed:65000', TILL_PORT: '0', TILL_MIN_FREE_DISK_MB: '0', ...opts.env },
+    env: { TILL_DATA_DIR: dataDir, TILL_NETWORK: 'regtest', TILL_RATES: 'fixed:65000', TILL_PORT: '0', TILL_MIN_FREE_DISK_MB: '0', TILL_BITCOIND: 'false', ...opts.env },
   });
   const clock = (opts.clock as ManualClock | undefined) ?? new ManualClock();
   const rt = createRuntime(config, { logger: silentLogger, ...opts, clock });

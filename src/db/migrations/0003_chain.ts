@@ -17,5 +17,6 @@ CREATE TABLE chain_blocks (
 ALTER TABLE invoices ADD COLUMN watch_until INTEGER;
 CREATE INDEX invoices_watch_until ON invoices(watch_until);
 CREATE INDEX payments_status ON payments(status) WHERE status = 'mempool';
+CREATE INDEX payments_block_height ON payments(block_height) WHERE block_height IS NOT NULL;
 `,
 };

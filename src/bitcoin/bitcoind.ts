@@ -1,0 +1,142 @@
+import { Block, Transaction } from 'bitcoinjs-lib';
+import { btcToSats } from '../domain/money.ts';
+import {
+  expectBoolean,
+  expectHash,
+  expectHex,
+  expectInteger,
+  expectObject,
+  RpcClient,
+  RpcError,
+  RpcProtocolError,
+} from './rpc-client.ts';
+
+export interface ChainInfo {
+  /** As bitcoind names it: main, test, testnet4, signet, regtest. */
+  chain: string;
+  blocks: number;
+  bestBlockHash: string;
+  initialBlockDownload: boolean;
+  pruned: boolean;
+  pruneHeight: number | null;
+}
+
+export interface UnspentOutput {
+  txid: string;
+  vout: number;
+  sats: number;
+  height: number;
+  scriptHex: string;
+}
+
+export const RPC_BLOCK_NOT_FOUND = -5;
+export const RPC_PRUNED_OR_MISC = -1;
+export const RPC_HEIGHT_OUT_OF_RANGE = -8;
+
+/** The calls Till makes of bitcoind, each answer checked and typed. */
+export class Bitcoind {
+  readonly rpc: RpcClient;
+  constructor(rpc: RpcClient) {
+    this.rpc = rpc;
+  }
+
+  async getChainInfo(): Promise<ChainInfo> {
+    const o = expectObject(await this.rpc.call('getblockchaininfo'), 'getblockchaininfo');
+    if (typeof o.chain !== 'string') throw new RpcProtocolError('getblockchaininfo: chain missing');
+    const pruned = expectBoolean(o.pruned, 'getblockchaininfo.pruned');
+    return {
+      chain: o.chain,
+      blocks: expectInteger(o.blocks, 'getblockchaininfo.blocks'),
+      bestBlockHash: expectHash(o.bestblockhash, 'getblockchaininfo.bestblockhash'),
+      initialBlockDownload: expectBoolean(o.initialblockdownload, 'getblockchaininfo.initialblockdownload'),
+      pruned,
+      pruneHeight: pruned && o.pruneheight !== undefined ? expectInteger(o.pruneheight, 'getblockchaininfo.pruneheight') : null,
+    };
+  }
+
+  async getBlockHash(height: number): Promise<string> {
+    return expectHash(await this.rpc.call('getblockhash', [height]), 'getblockhash');
+  }
+
+  /** The raw block, parsed; its hash is checked against the one asked for. */
+  async getBlock(hash: string): Promise<Block> {
+    const hex = expectHex(await this.rpc.call('getblock', [hash, 0]), 'getblock');
+    let block: Block;
+    try {
+      block = Block.fromHex(hex);
+    } catch (err) {
+      throw new RpcProtocolError(`getblock ${hash}: not a block (${(err as Error).message})`);
+    }
+    if (block.getId() !== hash) throw new RpcProtocolError(`getblock ${hash}: the block returned has another hash`);
+    return block;
+  }
+
+  async getBlockHeader(hash: string): Promise<{ prevHash: string; time: number }> {
+    const o = expectObject(await this.rpc.call('getblockheader', [hash, true]), 'getblockheader');
+    return { prevHash: expectHash(o.previousblockhash, 'getblockheader.previousblockhash'), time: expectInteger(o.time, 'getblockheader.time') };
+  }
+
+  /** Mempool txids with the time each entered the mempool (epoch ms). */
+  async getRawMempoolTimes(): Promise<Map<string, number>> {
+    const o = expectObject(await this.rpc.call('getrawmempool', [true]), 'getrawmempool');
+    const out = new Map<string, number>();
+    for (const [txid, entry] of Object.entries(o)) {
+      out.set(expectHash(txid, 'getrawmempool txid'), expectInteger(expectObject(entry, 'getrawmempool entry').time, 'getrawmempool time') * 1000);
+    }
+    return out;
+  }
+
+  /** Which of these txids are in the mempool now (one batch of getmempoolentry). */
+  async inMempool(txids: string[]): Promise<Set<string>> {
+    const answers = await this.rpc.batch(txids.map((t) => ({ method: 'getmempoolentry', params: [t] })));
+    return new Set(txids.filter((_, i) => !(answers[i] instanceof RpcError)));
+  }
+
+  /** Mempool transactions by txid, in one batch; ones gone meanwhile are left out. */
+  async getRawTransactions(txids: string[]): Promise<Transaction[]> {
+    const answers = await this.rpc.batch(txids.map((t) => ({ method: 'getrawtransaction', params: [t, 0] })));
+    const out: Transaction[] = [];
+    answers.forEach((a, i) => {
+      if (a instanceof RpcError) return;
+      const tx = Transaction.fromHex(expectHex(a, `getrawtransaction ${txids[i]}`));
+      if (tx.getId() !== txids[i]) throw new RpcProtocolError(`getrawtransaction ${txids[i]}: another transaction came back`);
+      out.push(tx);
+    });
+    return out;
+  }
+
+  /** ZMQ publisher addresses by topic (sequence, rawtx, hashblock, …). */
+  async getZmqEndpoints(): Promise<Record<string, string>> {
+    const list = await this.rpc.call('getzmqnotifications');
+    if (!Array.isArray(list)) throw new RpcProtocolError('getzmqnotifications: expected an array');
+    const out: Record<string, string> = {};
+    for (const n of list) {
+      const o = expectObject(n, 'getzmqnotifications[]');
+      if (typeof o.type === 'string' && typeof o.address === 'string') out[o.type.replace(/^pub/, '')] = o.address;
+    }
+    return out;
+  }
+
+  /** Unspent outputs paying these addresses, from the UTXO set (works on pruned nodes). */
+  async scanAddresses(addresses: string[]): Promise<UnspentOutput[]> {
+    const o = expectObject(await this.rpc.call('scantxoutset', ['start', addresses.map((a) => `addr(${a})`)]), 'scantxoutset');
+    if (o.success !== true || !Array.isArray(o.unspents)) throw new RpcProtocolError('scantxoutset: no unspents');
+    return o.unspents.map((u, i) => {
+      const x = expectObject(u, `scantxoutset.unspents[${i}]`);
+      if (typeof x.amount !== 'number' && typeof x.amount !== 'string') throw new RpcProtocolError('scantxoutset: amount missing');
+      let sats: number;
+      try {
+        sats = btcToSats(x.amount);
+      } catch (err) {
+        throw new RpcProtocolError(`scantxoutset: ${(err as Error).message}`);
+      }
+      return {
+        txid: expectHash(x.txid, 'scantxoutset.txid'),
+        vout: expectInteger(x.vout, 'scantxoutset.vout'),
+        sats,
+        height: expectInteger(x.height, 'scantxoutset.height'),
+        scriptHex: expectHex(x.scriptPubKey, 'scantxoutset.scriptPubKey'),
+      };
+    });
+  }
+}

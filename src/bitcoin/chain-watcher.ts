@@ -1,0 +1,306 @@
+import { Transaction } from 'bitcoinjs-lib';
+import type { Network } from '../config.ts';
+import type { StoredInvoice } from '../db/invoices.ts';
+import type { Logger } from '../log.ts';
+import { applyBlock, applyMempoolTx, applyScannedOutput, disconnectBlock, reconcileMempool, trackedMempoolTxids } from '../services/chain-payments.ts';
+import type { Context } from '../services/context.ts';
+import { RPC_PRUNED_OR_MISC, type Bitcoind } from './bitcoind.ts';
+import { CHAIN_NAMES } from './node-connection.ts';
+import { RpcError, RpcUnavailableError } from './rpc-client.ts';
+import { WatchSet } from './watch-set.ts';
+import { ZmqFeed } from './zmq-feed.ts';
+
+// ZMQ is the wake-up, JSON-RPC the truth. Every notification, sequence gap,
+// reconnect, restart and a 30 s timer leads to the same re-sync: from the last
+// processed block to the node's tip over RPC (rolling back to the fork point
+// first), then the mempool. All chain work runs one piece at a time.
+
+export interface ChainHealth {
+  status: 'connecting' | 'syncing' | 'synced' | 'disconnected' | 'fatal';
+  error: string | null;
+  tip_height: number | null;
+  initial_block_download: boolean;
+  zmq: 'connected' | 'disconnected' | 'unavailable';
+  pruned: boolean;
+  pruned_fallback: string | null;
+  watched_addresses: number;
+  last_sync_at: string | null;
+}
+
+export interface ChainWatcherOptions {
+  ctx: Context;
+  logger: Logger;
+  bitcoind: Bitcoind;
+  network: Network;
+  /** tcp://… for all topics; when empty, asked of bitcoind (getzmqnotifications). */
+  zmqEndpoint?: string;
+  resyncIntervalMs?: number;
+  /** Called once when the node is on another network: nothing is safe to do then. */
+  onFatal?: (message: string) => void;
+}
+
+const MAX_BACKOFF_MS = 30_000;
+const MEMPOOL_FETCH_BATCH = 500;
+
+export class ChainWatcher {
+  readonly #o: Required<Omit<ChainWatcherOptions, 'zmqEndpoint' | 'onFatal'>> & Pick<ChainWatcherOptions, 'zmqEndpoint' | 'onFatal'>;
+  readonly #ctx: Context;
+  readonly #log: Logger;
+  #watch: WatchSet | null = null;
+  #feed: ZmqFeed | null = null;
+  #zmqAvailable = true;
+  #health: ChainHealth = { status: 'connecting', error: null, tip_height: null, initial_block_download: false, zmq: 'disconnected', pruned: false, pruned_fallback: null, watched_addresses: 0, last_sync_at: null };
+  #running = false;
+  #syncing: Promise<void> | null = null;
+  #again: { full: boolean } | null = null;
+  #timer: NodeJS.Timeout | null = null;
+  #retry: NodeJS.Timeout | null = null;
+  #backoffMs = 1000;
+  #unsubscribe: (() => void) | null = null;
+  #lastPrune = 0;
+
+  constructor(opts: ChainWatcherOptions) {
+    this.#o = { resyncIntervalMs: 30_000, ...opts };
+    this.#ctx = opts.ctx;
+    this.#log = opts.logger;
+  }
+
+  health(): ChainHealth {
+    return { ...this.#health, zmq: !this.#zmqAvailable ? 'unavailable' : this.#feed?.connected ? 'connected' : 'disconnected', watched_addresses: this.#watch?.size ?? 0 };
+  }
+
+  start(): void {
+    this.#running = true;
+    this.#timer = setInterval(() => this.requestSync(false, 'timer'), this.#o.resyncIntervalMs);
+    this.#timer.unref();
+    // New invoices (and changes from elsewhere) join the watch set as they are committed.
+    this.#unsubscribe = this.#ctx.feed.subscribeAll((inv) => this.#watchInvoice(inv));
+    this.requestSync(true, 'start');
+  }
+
+  async stop(): Promise<void> {
+    this.#running = false;
+    if (this.#timer) clearInterval(this.#timer);
+    if (this.#retry) clearTimeout(this.#retry);
+    this.#unsubscribe?.();
+    this.#feed?.stop();
+    await this.#syncing;
+  }
+
+  /** Asks for a re-sync; requests while one runs are folded into one more run after it. */
+  requestSync(full: boolean, reason: string): Promise<void> {
+    if (!this.#running) return Promise.resolve();
+    if (this.#syncing) {
+      this.#again = { full: full || (this.#again?.full ?? false) };
+      return this.#syncing;
+    }
+    this.#log.debug({ reason, full }, 'chain re-sync');
+    this.#syncing = this.#sync(full).finally(() => {
+      this.#syncing = null;
+      const again = this.#again;
+      this.#again = null;
+      if (again) void this.requestSync(again.full, 'queued');
+    });
+    return this.#syncing;
+  }
+
+  /** Waits until no sync is running or queued (for tests and shutdown). */
+  async idle(): Promise<void> {
+    while (this.#syncing) await this.#syncing;
+  }
+
+  #watchInvoice(inv: StoredInvoice): void {
+    if (!this.#watch) return;
+    const script = Buffer.from(inv.scriptHex, 'hex');
+    this.#watch.add(script, inv.rowid);
+  }
+
+  #buildWatchSet(): void {
+    const now = this.#ctx.clock.now();
+    const set = new WatchSet();
+    for (const { rowid, scriptHex } of this.#ctx.repos.invoices.iterateWatched(now)) set.add(Buffer.from(scriptHex, 'hex'), rowid);
+    this.#watch = set;
+    this.#lastPrune = now;
+  }
+
+  #pruneWatchSet(): void {
+    const now = this.#ctx.clock.now();
+    for (const { rowid, scriptHex } of this.#ctx.repos.invoices.listUnwatchedBetween(this.#lastPrune, now)) {
+      this.#watch!.delete(Buffer.from(scriptHex, 'hex'), rowid);
+    }
+    this.#lastPrune = now;
+  }
+
+  async #sync(full: boolean): Promise<void> {
+    const { bitcoind } = this.#o;
+    try {
+      const info = await bitcoind.getChainInfo();
+      if (!CHAIN_NAMES[this.#o.network].includes(info.chain)) {
+        const message = `bitcoind is on chain "${info.chain}" but Till is configured for network "${this.#o.network}": refusing to watch the wrong chain. Fix the network setting or point Till at the right node.`;
+        this.#health = { ...this.#health, status: 'fatal', error: message };
+        this.#running = false;
+        this.#log.fatal({ chain: info.chain, network: this.#o.network }, message);
+        this.#o.onFatal?.(message);
+        return;
+      }
+      this.#backoffMs = 1000;
+      this.#ctx.chain.connected = true;
+      this.#ctx.chain.initialBlockDownload = info.initialBlockDownload;
+      this.#health = { ...this.#health, status: 'syncing', error: null, initial_block_download: info.initialBlockDownload, pruned: info.pruned };
+      if (!this.#watch) this.#buildWatchSet();
+      else this.#pruneWatchSet();
+      await this.#startFeed();
+      await this.#catchUpBlocks(info.blocks);
+      if (full) await this.#scanMempool();
+      else await this.#checkTrackedMempool();
+      this.#ctx.chain.caughtUp = true;
+      this.#ctx.chain.tipHeight = this.#ctx.repos.chainBlocks.tip()?.height ?? info.blocks;
+      this.#health = { ...this.#health, status: 'synced', tip_height: this.#ctx.chain.tipHeight, last_sync_at: new Date(this.#ctx.clock.now()).toISOString() };
+    } catch (err) {
+      const unavailable = err instanceof RpcUnavailableError;
+      this.#ctx.chain.connected = !unavailable && this.#ctx.chain.connected;
+      this.#health = { ...this.#health, status: unavailable ? 'disconnected' : this.#health.status, error: (err as Error).message };
+      this.#log[unavailable ? 'warn' : 'error']({ err: (err as Error).message }, 'chain sync failed; retrying');
+      // Whatever was missed while failing is found by a full re-sync.
+      if (this.#running && !this.#retry) {
+        this.#retry = setTimeout(() => {
+          this.#retry = null;
+          void this.requestSync(true, 'retry');
+        }, this.#backoffMs);
+        this.#retry.unref();
+        this.#backoffMs = Math.min(this.#backoffMs * 2, MAX_BACKOFF_MS);
+      }
+    }
+  }
+
+  async #startFeed(): Promise<void> {
+    if (this.#feed || !this.#zmqAvailable) return;
+    let endpoints: string[];
+    if (this.#o.zmqEndpoint) endpoints = [this.#o.zmqEndpoint];
+    else {
+      const found = await this.#o.bitcoind.getZmqEndpoints();
+      endpoints = [found.sequence, found.rawtx, found.hashblock].filter((e): e is string => Boolean(e));
+      if (endpoints.length === 0) {
+        this.#zmqAvailable = false;
+        this.#log.warn('bitcoind publishes no ZMQ notifications (-zmqpubsequence, -zmqpubrawtx, -zmqpubhashblock): falling back to polling every 30 s');
+        return;
+      }
+    }
+    this.#feed = new ZmqFeed({
+      endpoints,
+      handlers: {
+        rawtx: (raw) => this.#onRawTx(raw),
+        hashblock: () => void this.requestSync(false, 'hashblock'),
+        sequence: (_hash, label) => {
+          if (label !== 'A') void this.requestSync(false, `sequence ${label}`);
+        },
+        resync: (reason) => void this.requestSync(true, reason),
+        malformed: (topic, reason) => this.#log.warn({ topic, reason }, 'malformed ZMQ message ignored'),
+      },
+    });
+    this.#feed.start();
+  }
+
+  #onRawTx(raw: Buffer): void {
+    if (!this.#watch) return;
+    let tx: Transaction;
+    try {
+      tx = Transaction.fromBuffer(raw);
+    } catch (err) {
+      this.#log.warn({ err: (err as Error).message }, 'malformed rawtx ignored');
+      return;
+    }
+    try {
+      this.#publish(applyMempoolTx(this.#ctx, this.#watch, tx, this.#ctx.clock.now()));
+    } catch (err) {
+      this.#log.error({ err }, 'could not record a mempool payment; the next re-sync retries');
+      void this.requestSync(true, 'mempool apply failed');
+    }
+  }
+
+  #publish(changed: StoredInvoice[]): void {
+    for (const inv of changed) this.#ctx.feed.publish(inv);
+  }
+
+  async #catchUpBlocks(nodeHeight: number): Promise<void> {
+    const ctx = this.#ctx;
+    const { bitcoind } = this.#o;
+    let tip = ctx.repos.chainBlocks.tip();
+    if (!tip) {
+      // First start: payments before now belong to no invoice; begin at the node's tip.
+      const hash = await bitcoind.getBlockHash(nodeHeight);
+      const header = await bitcoind.getBlockHeader(hash);
+      ctx.repos.chainBlocks.insert({ height: nodeHeight, hash, prevHash: header.prevHash }, ctx.clock.now());
+      return;
+    }
+    // Roll back to the fork point: stored blocks the node no longer has at that height.
+    while (tip) {
+      const nodeHash = tip.height <= nodeHeight ? await bitcoind.getBlockHash(tip.height) : null;
+      if (nodeHash === tip.hash) break;
+      this.#log.warn({ height: tip.height, hash: tip.hash }, 'block left the best chain; rolling back');
+      this.#publish(disconnectBlock(ctx, tip.height, tip.hash, ctx.clock.now()));
+      tip = ctx.repos.chainBlocks.get(tip.height - 1);
+    }
+    if (!tip) {
+      this.#log.error('reorg deeper than the blocks Till keeps; continuing from the node tip');
+      const hash = await bitcoind.getBlockHash(nodeHeight);
+      ctx.repos.chainBlocks.insert({ height: nodeHeight, hash, prevHash: (await bitcoind.getBlockHeader(hash)).prevHash }, ctx.clock.now());
+      return;
+    }
+    let prunedScanDone = false;
+    for (let height = tip.height + 1; height <= nodeHeight && this.#running; height++) {
+      const hash = await bitcoind.getBlockHash(height);
+      try {
+        const block = await bitcoind.getBlock(hash);
+        const prev = Buffer.from(block.prevHash!).reverse().toString('hex');
+        if (prev !== ctx.repos.chainBlocks.get(height - 1)?.hash) {
+          // The chain moved under us mid-sync: start over from the fork point.
+          this.#again = { full: false };
+          return;
+        }
+        this.#publish(applyBlock(ctx, this.#watch!, block, height, ctx.clock.now()));
+      } catch (err) {
+        if (!(err instanceof RpcError && err.code === RPC_PRUNED_OR_MISC && /prun/i.test(err.message))) throw err;
+        if (!prunedScanDone) await this.#scanUtxoSet(height, nodeHeight);
+        prunedScanDone = true;
+        ctx.repos.chainBlocks.insert({ height, hash, prevHash: (await bitcoind.getBlockHeader(hash)).prevHash }, ctx.clock.now());
+      }
+    }
+  }
+
+  /** A needed block was pruned: find confirmed payments in the UTXO set instead (spent ones cannot be seen). */
+  async #scanUtxoSet(fromHeight: number, nodeHeight: number): Promise<void> {
+    const ctx = this.#ctx;
+    const message = `block ${fromHeight} is pruned on the node; confirmed payments were looked up in the UTXO set (scantxoutset) instead. Outputs already spent again cannot be seen that way: keep the node's prune depth above Till's downtime.`;
+    this.#health = { ...this.#health, pruned_fallback: message };
+    this.#log.warn(message);
+    const addresses = ctx.repos.invoices.listWatchedAddresses(ctx.clock.now());
+    if (addresses.length === 0) return;
+    for (const u of await this.#o.bitcoind.scanAddresses(addresses)) {
+      const blockHash = await this.#o.bitcoind.getBlockHash(u.height);
+      const { time } = await this.#o.bitcoind.getBlockHeader(blockHash);
+      this.#publish(applyScannedOutput(ctx, this.#watch!, { ...u, blockHash, blockTime: time * 1000 }, nodeHeight));
+    }
+  }
+
+  /** Full mempool pass after a start, a gap or a reconnect: anything missed is found, anything gone is marked. */
+  async #scanMempool(): Promise<void> {
+    const { bitcoind } = this.#o;
+    const times = await bitcoind.getRawMempoolTimes();
+    this.#publish(reconcileMempool(this.#ctx, (txid) => times.has(txid)));
+    const txids = [...times.keys()];
+    for (let i = 0; i < txids.length && this.#running; i += MEMPOOL_FETCH_BATCH) {
+      for (const tx of await bitcoind.getRawTransactions(txids.slice(i, i + MEMPOOL_FETCH_BATCH))) {
+        this.#publish(applyMempoolTx(this.#ctx, this.#watch!, tx, Math.min(this.#ctx.clock.now(), times.get(tx.getId()) ?? Infinity)));
+      }
+    }
+  }
+
+  /** After a block or an R notification: are the unconfirmed payments Till tracks still in the mempool? */
+  async #checkTrackedMempool(): Promise<void> {
+    const tracked = trackedMempoolTxids(this.#ctx);
+    if (tracked.length === 0) return;
+    const present = await this.#o.bitcoind.inMempool(tracked);
+    this.#publish(reconcileMempool(this.#ctx, (txid) => present.has(txid)));
+  }
+}

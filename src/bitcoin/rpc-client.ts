@@ -1,0 +1,144 @@
+import { readFileSync } from 'node:fs';
+
+// Bitcoin Core JSON-RPC over HTTP. Every answer is checked before use: a
+// malformed one is an RpcProtocolError (logged by the watcher, never a crash).
+
+/** bitcoind answered with an error object, e.g. -5 "Block not found". */
+export class RpcError extends Error {
+  override name = 'RpcError';
+  readonly code: number;
+  constructor(code: number, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
+/** bitcoind could not be reached, refused our credentials, or is warming up. */
+export class RpcUnavailableError extends Error {
+  override name = 'RpcUnavailableError';
+}
+
+/** bitcoind answered something that is not what the call returns. */
+export class RpcProtocolError extends Error {
+  override name = 'RpcProtocolError';
+}
+
+export const RPC_IN_WARMUP = -28;
+export const RPC_MISC_ERROR = -1;
+
+export interface RpcCredentials {
+  user: string;
+  password: string;
+}
+
+export interface RpcClientOptions {
+  url: string;
+  /** Read at every request: bitcoind writes a new .cookie each time it starts. */
+  credentials: () => RpcCredentials;
+  timeoutMs?: number;
+}
+
+export function readCookieFile(path: string): RpcCredentials {
+  const text = readFileSync(path, 'utf8').trim();
+  const i = text.indexOf(':');
+  if (i <= 0) throw new RpcUnavailableError(`${path} is not a bitcoind cookie file`);
+  return { user: text.slice(0, i), password: text.slice(i + 1) };
+}
+
+export class RpcClient {
+  readonly #url: string;
+  readonly #credentials: () => RpcCredentials;
+  readonly #timeoutMs: number;
+  #id = 0;
+
+  constructor(opts: RpcClientOptions) {
+    this.#url = opts.url;
+    this.#credentials = opts.credentials;
+    this.#timeoutMs = opts.timeoutMs ?? 30_000;
+  }
+
+  async call(method: string, params: unknown[] = []): Promise<unknown> {
+    const [answer] = await this.#post([{ method, params }]);
+    if (answer!.error) throw answer!.error;
+    return answer!.result;
+  }
+
+  /** Several calls in one HTTP request; each answer is a result or an RpcError. */
+  async batch(calls: Array<{ method: string; params: unknown[] }>): Promise<Array<unknown | RpcError>> {
+    if (calls.length === 0) return [];
+    return (await this.#post(calls)).map((a) => a.error ?? a.result);
+  }
+
+  async #post(calls: Array<{ method: string; params: unknown[] }>): Promise<Array<{ result: unknown; error: RpcError | null }>> {
+    let creds: RpcCredentials;
+    try {
+      creds = this.#credentials();
+    } catch (err) {
+      throw new RpcUnavailableError(`bitcoind credentials: ${(err as Error).message}`);
+    }
+    const ids = calls.map(() => ++this.#id);
+    const payload = calls.map((c, i) => ({ jsonrpc: '1.0', id: ids[i], method: c.method, params: c.params }));
+    let res: Response;
+    try {
+      res = await fetch(this.#url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          authorization: `Basic ${Buffer.from(`${creds.user}:${creds.password}`).toString('base64')}`,
+        },
+        body: JSON.stringify(payload),
+        signal: AbortSignal.timeout(this.#timeoutMs),
+      });
+    } catch (err) {
+      throw new RpcUnavailableError(`bitcoind RPC at ${this.#url} is unreachable: ${(err as Error).cause ?? (err as Error).message}`);
+    }
+    if (res.status === 401 || res.status === 403) throw new RpcUnavailableError(`bitcoind refused the RPC credentials (HTTP ${res.status})`);
+    const text = await res.text().catch(() => '');
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      throw new RpcUnavailableError(`bitcoind RPC answered HTTP ${res.status} without JSON`);
+    }
+    if (!Array.isArray(body) || body.length !== calls.length) throw new RpcProtocolError('batch answer does not match the request');
+    const byId = new Map<unknown, { result?: unknown; error?: unknown }>(body.map((a) => [a?.id, a]));
+    return ids.map((id) => {
+      const a = byId.get(id);
+      if (!a || typeof a !== 'object') throw new RpcProtocolError(`no answer for request ${id}`);
+      if (a.error) {
+        const e = a.error as { code?: unknown; message?: unknown };
+        const err = new RpcError(typeof e.code === 'number' ? e.code : RPC_MISC_ERROR, typeof e.message === 'string' ? e.message : 'unknown error');
+        if (err.code === RPC_IN_WARMUP) throw new RpcUnavailableError(`bitcoind is starting: ${err.message}`);
+        return { result: null, error: err };
+      }
+      return { result: a.result, error: null };
+    });
+  }
+}
+
+// Answer checks: one per shape Till reads.
+
+export function expectObject(v: unknown, what: string): Record<string, unknown> {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new RpcProtocolError(`${what}: expected an object`);
+  return v as Record<string, unknown>;
+}
+
+export function expectHash(v: unknown, what: string): string {
+  if (typeof v !== 'string' || !/^[0-9a-f]{64}$/.test(v)) throw new RpcProtocolError(`${what}: expected a 64-hex hash`);
+  return v;
+}
+
+export function expectHex(v: unknown, what: string): string {
+  if (typeof v !== 'string' || v.length % 2 !== 0 || !/^[0-9a-f]*$/.test(v)) throw new RpcProtocolError(`${what}: expected hex`);
+  return v;
+}
+
+export function expectInteger(v: unknown, what: string): number {
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new RpcProtocolError(`${what}: expected a non-negative integer`);
+  return v;
+}
+
+export function expectBoolean(v: unknown, what: string): boolean {
+  if (typeof v !== 'boolean') throw new RpcProtocolError(`${what}: expected true or false`);
+  return v;
+}

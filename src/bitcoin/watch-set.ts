@@ -1,0 +1,132 @@
+// The set of watched output scripts, looked up once per transaction output.
+// A JS Map of hex strings costs ~200 bytes an entry; this table stores a
+// 64-bit fingerprint (two uint32) and the invoice's rowid (int32) per slot in
+// typed arrays, under 30 bytes an address at the default load. The
+// fingerprint is 8 bytes from inside the script's hash or key, which is
+// already uniformly random for every standard script type; a hit is
+// confirmed against the invoice's full script in SQLite, so a collision can
+// cost a lookup, never a wrong payment.
+
+const EMPTY = 0;
+const TOMBSTONE = -1;
+const MAX_LOAD = 0.5;
+
+/** Standard scripts whose program is a hash or key: p2pkh, p2sh, p2wpkh, p2wsh, p2tr. */
+export function scriptFingerprint(script: Uint8Array): [number, number] | null {
+  const n = script.length;
+  if (n !== 22 && n !== 23 && n !== 25 && n !== 34) return null;
+  // Bytes 3..10 lie inside the 20- or 32-byte payload of each of these forms.
+  const hi = ((script[3]! << 24) | (script[4]! << 16) | (script[5]! << 8) | script[6]!) >>> 0;
+  const lo = ((script[7]! << 24) | (script[8]! << 16) | (script[9]! << 8) | script[10]!) >>> 0;
+  return [hi, lo];
+}
+
+export class WatchSet {
+  #hi: Uint32Array;
+  #lo: Uint32Array;
+  /** Invoice rowid, or EMPTY / TOMBSTONE. */
+  #val: Int32Array;
+  #size = 0;
+  #used = 0;
+
+  constructor(expected = 1024) {
+    const cap = WatchSet.#capacityFor(expected);
+    this.#hi = new Uint32Array(cap);
+    this.#lo = new Uint32Array(cap);
+    this.#val = new Int32Array(cap);
+  }
+
+  static #capacityFor(n: number): number {
+    let cap = 1024;
+    while (cap * MAX_LOAD < n) cap *= 2;
+    return cap;
+  }
+
+  get size(): number {
+    return this.#size;
+  }
+
+  /** Bytes held by the table. */
+  get bytes(): number {
+    return this.#hi.byteLength + this.#lo.byteLength + this.#val.byteLength;
+  }
+
+  #slot(hi: number, lo: number): number {
+    // Multiplicative mix of both halves; capacity is a power of two.
+    return (Math.imul(hi ^ Math.imul(lo, 0x9e3779b1), 0x85ebca6b) >>> 0) & (this.#val.length - 1);
+  }
+
+  add(script: Uint8Array, rowid: number): void {
+    const fp = scriptFingerprint(script);
+    if (!fp || rowid <= 0) return;
+    if ((this.#used + 1) > this.#val.length * MAX_LOAD) this.#resize(this.#size + 1);
+    const [hi, lo] = fp;
+    const mask = this.#val.length - 1;
+    let i = this.#slot(hi, lo);
+    let firstFree = -1;
+    for (;;) {
+      const v = this.#val[i]!;
+      if (v === EMPTY) break;
+      if (v === TOMBSTONE) {
+        if (firstFree < 0) firstFree = i;
+      } else if (this.#hi[i] === hi && this.#lo[i] === lo && v === rowid) return;
+      i = (i + 1) & mask;
+    }
+    const at = firstFree >= 0 ? firstFree : i;
+    if (firstFree < 0) this.#used++;
+    this.#hi[at] = hi;
+    this.#lo[at] = lo;
+    this.#val[at] = rowid;
+    this.#size++;
+  }
+
+  delete(script: Uint8Array, rowid: number): void {
+    const fp = scriptFingerprint(script);
+    if (!fp) return;
+    const [hi, lo] = fp;
+    const mask = this.#val.length - 1;
+    for (let i = this.#slot(hi, lo); this.#val[i] !== EMPTY; i = (i + 1) & mask) {
+      if (this.#val[i] === rowid && this.#hi[i] === hi && this.#lo[i] === lo) {
+        this.#val[i] = TOMBSTONE;
+        this.#size--;
+        return;
+      }
+    }
+  }
+
+  /** Rowids of invoices whose script may be this one (confirm against the stored script). */
+  candidates(script: Uint8Array): number[] {
+    const fp = scriptFingerprint(script);
+    if (!fp) return [];
+    const [hi, lo] = fp;
+    const mask = this.#val.length - 1;
+    const out: number[] = [];
+    for (let i = this.#slot(hi, lo); this.#val[i] !== EMPTY; i = (i + 1) & mask) {
+      const v = this.#val[i]!;
+      if (v > 0 && this.#hi[i] === hi && this.#lo[i] === lo) out.push(v);
+    }
+    return out;
+  }
+
+  #resize(need: number): void {
+    const old = { hi: this.#hi, lo: this.#lo, val: this.#val };
+    const cap = WatchSet.#capacityFor(need * 2);
+    this.#hi = new Uint32Array(cap);
+    this.#lo = new Uint32Array(cap);
+    this.#val = new Int32Array(cap);
+    this.#size = 0;
+    this.#used = 0;
+    const mask = cap - 1;
+    for (let j = 0; j < old.val.length; j++) {
+      const v = old.val[j]!;
+      if (v <= 0) continue;
+      let i = this.#slot(old.hi[j]!, old.lo[j]!);
+      while (this.#val[i] !== EMPTY) i = (i + 1) & mask;
+      this.#hi[i] = old.hi[j]!;
+      this.#lo[i] = old.lo[j]!;
+      this.#val[i] = v;
+      this.#size++;
+      this.#used++;
+    }
+  }
+}

@@ -1,0 +1,177 @@
+import type { Block, Transaction } from 'bitcoinjs-lib';
+import type { WatchSet } from '../bitcoin/watch-set.ts';
+import type { StoredInvoice } from '../db/invoices.ts';
+import type { Payment } from '../domain/invoice.ts';
+import { transition } from '../domain/invoice-state.ts';
+import { isSimulatedPayment } from '../domain/simulate.ts';
+import type { Context } from './context.ts';
+import { saveTransition } from './invoices.ts';
+
+// What the chain tells about invoices, applied through the same state machine
+// as every other change. Each function is one transaction: a block, a mempool
+// transaction, a disconnected block, a mempool check. A crash replays the
+// whole unit, never half of it.
+
+/** Confirmation counts are kept current for payments this many blocks deep. */
+export const CONFIRMATION_TRACKING_DEPTH = 1000;
+/** Invoices with payments this close to the tip are re-evaluated on every block. */
+const STATE_DEPTH = 7;
+const BLOCKS_KEPT = 1000;
+
+export interface OutputMatch {
+  invoice: StoredInvoice;
+  vout: number;
+  sats: number;
+}
+
+/** Outputs of tx paying a watched address, confirmed against the invoice's stored script. */
+export function matchOutputs(ctx: Context, watch: WatchSet, tx: Transaction): OutputMatch[] {
+  const out: OutputMatch[] = [];
+  tx.outs.forEach((o, vout) => {
+    const candidates = watch.candidates(o.script);
+    if (candidates.length === 0) return;
+    const hex = Buffer.from(o.script).toString('hex');
+    for (const rowid of candidates) {
+      const inv = ctx.repos.invoices.getByRowid(rowid);
+      if (inv && inv.scriptHex === hex) out.push({ invoice: inv, vout, sats: Number(o.value) });
+    }
+  });
+  return out;
+}
+
+function withPayment(payments: Payment[], p: Payment): Payment[] {
+  const i = payments.findIndex((x) => x.txid === p.txid && x.vout === p.vout);
+  if (i < 0) return [...payments, p];
+  const next = [...payments];
+  next[i] = { ...p, firstSeenAt: Math.min(p.firstSeenAt, payments[i]!.firstSeenAt) };
+  return next;
+}
+
+/** Runs the state machine on an invoice's new payment list and saves the result. */
+function applyPayments(ctx: Context, inv: StoredInvoice, payments: Payment[], now: number): StoredInvoice {
+  const known = new Set(inv.payments.map((p) => `${p.txid}:${p.vout}`));
+  const { invoice, events } = transition(inv, { kind: 'payments', payments }, now);
+  for (const p of payments) {
+    // Gap-limit bookkeeping: this index of the xpub is funded.
+    if (!known.has(`${p.txid}:${p.vout}`)) ctx.repos.xpubs.recordFunding(inv.xpubId, inv.addressIndex, now);
+  }
+  return saveTransition(ctx, inv, invoice, events);
+}
+
+function byId(changed: Map<string, StoredInvoice>, inv: StoredInvoice): StoredInvoice {
+  return changed.get(inv.id) ?? inv;
+}
+
+/** A transaction seen in the mempool (ZMQ rawtx or the catch-up scan). */
+export function applyMempoolTx(ctx: Context, watch: WatchSet, tx: Transaction, firstSeenAt: number): StoredInvoice[] {
+  const matches = matchOutputs(ctx, watch, tx);
+  if (matches.length === 0) return [];
+  const txid = tx.getId();
+  const now = ctx.clock.now();
+  return ctx.db.transaction(() => {
+    const changed = new Map<string, StoredInvoice>();
+    for (const m of matches) {
+      const inv = byId(changed, ctx.repos.invoices.get(m.invoice.id)!);
+      const existing = inv.payments.find((p) => p.txid === txid && p.vout === m.vout);
+      // Core republishes a transaction when it is mined: never downgrade.
+      if (existing && existing.status !== 'replaced') continue;
+      const payment: Payment = { txid, vout: m.vout, amountSats: m.sats, status: 'mempool', confirmations: 0, blockHeight: null, blockHash: null, firstSeenAt };
+      changed.set(inv.id, applyPayments(ctx, inv, withPayment(inv.payments, payment), now));
+    }
+    return [...changed.values()];
+  }).immediate();
+}
+
+/**
+ * A block on the best chain at `height`: its payments confirmed, every recent
+ * payment's confirmation count moved, the state of their invoices re-run, and
+ * the block recorded as processed — together.
+ */
+export function applyBlock(ctx: Context, watch: WatchSet, block: Block, height: number, now: number): StoredInvoice[] {
+  const hash = block.getId();
+  const blockTime = block.timestamp * 1000;
+  const found = (block.transactions ?? []).flatMap((tx) => matchOutputs(ctx, watch, tx).map((m) => ({ ...m, txid: tx.getId() })));
+  return ctx.db.transaction(() => {
+    const changed = new Map<string, StoredInvoice>();
+    for (const m of found) {
+      const inv = byId(changed, ctx.repos.invoices.get(m.invoice.id)!);
+      // A payment first seen in a block (Till was down, or missed the mempool) counts from the block's time.
+      const payment: Payment = { txid: m.txid, vout: m.vout, amountSats: m.sats, status: 'confirmed', confirmations: 1, blockHeight: height, blockHash: hash, firstSeenAt: Math.min(now, blockTime) };
+      changed.set(inv.id, applyPayments(ctx, inv, withPayment(inv.payments, payment), now));
+    }
+    ctx.repos.chainBlocks.insert({ height, hash, prevHash: Buffer.from(block.prevHash!).reverse().toString('hex') }, now);
+    ctx.repos.chainBlocks.pruneBelow(height - BLOCKS_KEPT);
+    ctx.repos.invoices.refreshConfirmations(height, CONFIRMATION_TRACKING_DEPTH);
+    for (const inv of ctx.repos.invoices.listWithPaymentsFromHeight(height - STATE_DEPTH + 1)) {
+      changed.set(inv.id, applyPayments(ctx, inv, inv.payments, now));
+    }
+    return [...changed.values()];
+  }).immediate();
+}
+
+/** A block left the best chain: its payments go back to unconfirmed until seen again. */
+export function disconnectBlock(ctx: Context, height: number, hash: string, now: number): StoredInvoice[] {
+  return ctx.db.transaction(() => {
+    const changed = ctx.repos.invoices.listWithPaymentsInBlock(hash).map((inv) =>
+      applyPayments(
+        ctx,
+        inv,
+        inv.payments.map((p) => (p.blockHash === hash ? { ...p, status: 'mempool' as const, confirmations: 0, blockHeight: null, blockHash: null } : p)),
+        now,
+      ),
+    );
+    ctx.repos.chainBlocks.remove(height);
+    return changed;
+  }).immediate();
+}
+
+/**
+ * Unconfirmed payments whose transaction is no longer in the mempool (and was
+ * not mined: those are confirmed by now) were replaced, double-spent or
+ * evicted: they stop counting.
+ */
+export function reconcileMempool(ctx: Context, stillInMempool: (txid: string) => boolean): StoredInvoice[] {
+  const now = ctx.clock.now();
+  return ctx.db.transaction(() =>
+    ctx.repos.invoices.listWithMempoolPayments().flatMap((inv) => {
+      const gone = inv.payments.filter((p) => p.status === 'mempool' && !isSimulatedPayment(inv, p.txid) && !stillInMempool(p.txid));
+      if (gone.length === 0) return [];
+      const ids = new Set(gone.map((p) => `${p.txid}:${p.vout}`));
+      return [applyPayments(ctx, inv, inv.payments.map((p) => (ids.has(`${p.txid}:${p.vout}`) ? { ...p, status: 'replaced' as const } : p)), now)];
+    }),
+  ).immediate();
+}
+
+/** The chain's unconfirmed payments Till tracks, for a targeted mempool check. */
+export function trackedMempoolTxids(ctx: Context): string[] {
+  const txids = ctx.repos.invoices.listWithMempoolPayments().flatMap((inv) =>
+    inv.payments.filter((p) => p.status === 'mempool' && !isSimulatedPayment(inv, p.txid)).map((p) => p.txid));
+  return [...new Set(txids)];
+}
+
+export interface ScannedOutput {
+  txid: string;
+  vout: number;
+  sats: number;
+  scriptHex: string;
+  height: number;
+  blockHash: string;
+  blockTime: number;
+}
+
+/** A confirmed output found in the UTXO set (pruned node): recorded as a payment mined at its height. */
+export function applyScannedOutput(ctx: Context, watch: WatchSet, u: ScannedOutput, tipHeight: number): StoredInvoice[] {
+  const script = Buffer.from(u.scriptHex, 'hex');
+  const now = ctx.clock.now();
+  return ctx.db.transaction(() =>
+    watch.candidates(script).flatMap((rowid) => {
+      const inv = ctx.repos.invoices.getByRowid(rowid);
+      if (!inv || inv.scriptHex !== u.scriptHex) return [];
+      const payment: Payment = {
+        txid: u.txid, vout: u.vout, amountSats: u.sats, status: 'confirmed', confirmations: Math.max(1, tipHeight - u.height + 1),
+        blockHeight: u.height, blockHash: u.blockHash, firstSeenAt: Math.min(now, u.blockTime),
+      };
+      return [applyPayments(ctx, inv, withPayment(inv.payments, payment), now)];
+    }),
+  ).immediate();
+}

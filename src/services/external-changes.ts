@@ -1,0 +1,77 @@
+import type { Statement } from 'better-sqlite3';
+import type { Context } from './context.ts';
+
+/**
+ * Brings invoice changes committed by another process (the admin CLI on the
+ * same SQLite file) to ctx.feed, where in-process writers publish theirs.
+ * `PRAGMA data_version` changes only when another connection commits, so a
+ * poll with nothing new costs one tiny query; when it moved, the watched
+ * invoices whose `version` went up are re-read and published.
+ */
+export class ExternalChanges {
+  readonly #ctx: Context;
+  /** Invoice id -> how many streams watch it and the newest version published. */
+  readonly #watched = new Map<string, { watchers: number; version: number }>();
+  readonly #dataVersion: Statement<[], number>;
+  readonly #versions: Statement<[string], { id: string; version: number }>;
+  #lastDataVersion: number;
+
+  constructor(ctx: Context) {
+    this.#ctx = ctx;
+    this.#dataVersion = ctx.db.prepare<[], number>('PRAGMA data_version').pluck();
+    this.#versions = ctx.db.prepare<[string], { id: string; version: number }>(
+      'SELECT i.id, i.version FROM invoices i JOIN json_each(?) j ON i.id = j.value',
+    );
+    this.#lastDataVersion = this.#dataVersion.get()!;
+    // In-process writers publish their own changes: remember those versions so
+    // they are not published a second time.
+    ctx.feed.subscribeAll((inv) => {
+      const w = this.#watched.get(inv.id);
+      if (w && inv.version > w.version) w.version = inv.version;
+    });
+  }
+
+  /**
+   * Watches an invoice whose subscriber already has `version`; the returned
+   * function stops watching (once).
+   */
+  watch(invoiceId: string, version: number): () => void {
+    const w = this.#watched.get(invoiceId);
+    if (w) {
+      w.watchers++;
+      w.version = Math.max(w.version, version);
+    } else {
+      this.#watched.set(invoiceId, { watchers: 1, version });
+    }
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      const entry = this.#watched.get(invoiceId);
+      if (entry && --entry.watchers === 0) this.#watched.delete(invoiceId);
+    };
+  }
+
+  get watchedCount(): number {
+    return this.#watched.size;
+  }
+
+  /** One look at the database; returns how many invoices were published. */
+  poll(): number {
+    const dataVersion = this.#dataVersion.get()!;
+    if (dataVersion === this.#lastDataVersion) return 0;
+    this.#lastDataVersion = dataVersion;
+    if (this.#watched.size === 0) return 0;
+    const moved = this.#versions
+      .all(JSON.stringify([...this.#watched.keys()]))
+      .filter((row) => row.version > (this.#watched.get(row.id)?.version ?? Infinity));
+    let published = 0;
+    for (const { id } of moved) {
+      const inv = this.#ctx.repos.invoices.get(id);
+      if (!inv) continue;
+      this.#ctx.feed.publish(inv);
+      published++;
+    }
+    return published;
+  }
+}

@@ -1,0 +1,64 @@
+import type { TestContext } from 'node:test';
+import { ManualClock } from '../../../src/clock.ts';
+import { startFakeBitcoind, type FakeBitcoind } from '../../fakes/bitcoind/index.ts';
+import { call, setupStore, startTestTill, type TestStore, type TestTill } from '../../helpers/till-server.ts';
+
+export interface ChainFixture {
+  node: FakeBitcoind;
+  till: TestTill;
+  store: TestStore;
+}
+
+/** The env that points a Till at a (fake or real) node. */
+export function nodeEnv(node: FakeBitcoind): Record<string, string> {
+  return { TILL_BITCOIND: 'true', TILL_RPC_URL: node.rpcUrl, TILL_RPC_COOKIE_FILE: node.cookieFile, TILL_ZMQ: node.zmqEndpoint };
+}
+
+/** A fake node and a Till watching it (a live store on regtest), on one clock, synced. */
+export async function startChainFixture(t: TestContext, opts: { confirmations?: number; dataDir?: string } = {}): Promise<ChainFixture> {
+  const clock = new ManualClock();
+  const node = await startFakeBitcoind({ clock });
+  t.after(() => node.stop());
+  const till = await startTestTill(t, { clock, env: nodeEnv(node), chainResyncMs: 3_600_000 });
+  const store = setupStore(till, { mode: 'live', confirmations: opts.confirmations ?? 1 });
+  await startWatching(till, node);
+  return { node, till, store };
+}
+
+export async function startWatching(till: TestTill, node: FakeBitcoind): Promise<void> {
+  till.rt.chain!.start();
+  await till.rt.chain!.idle();
+  await node.waitForSubscriber(['rawtx', 'sequence', 'hashblock'], 5000);
+}
+
+/** Polls until check() is truthy; fails after timeoutMs. */
+export async function waitFor<T>(check: () => T | Promise<T>, what: string, timeoutMs = 5000): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v) return v as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+export async function createInvoice(f: ChainFixture, body: Record<string, unknown> = { amount_sats: 50_000 }): Promise<any> {
+  const res = await call(f.till, 'POST', '/v1/invoices', { key: f.store.key, body });
+  if (res.status !== 201) throw new Error(`invoice creation failed: ${res.text}`);
+  return res.body;
+}
+
+export async function getInvoice(f: ChainFixture, id: string): Promise<any> {
+  return (await call(f.till, 'GET', `/v1/invoices/${id}`, { key: f.store.key })).body;
+}
+
+export function eventTypes(f: ChainFixture, invoiceId: string): string[] {
+  return f.till.rt.ctx.repos.events.listForInvoice(invoiceId).map((e) => e.type);
+}
+
+/** Mines and waits until Till has processed up to the node's tip. */
+export async function mineAndSync(f: ChainFixture, n = 1): Promise<void> {
+  await f.node.mine(n);
+  await waitFor(() => f.till.rt.ctx.repos.chainBlocks.tip()?.hash === f.node.tipHash, `till at tip ${f.node.tipHeight}`);
+  await f.till.rt.chain!.idle();
+}
