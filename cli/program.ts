@@ -27,5 +27,11 @@ export function buildProgram(): Command {
   program.addCommand(webhooksCommand());
   program.addCommand(deliveriesCommand());
   program.addCommand(configCommand());
+  // Commands built apart and added keep their own help settings: show the global flags everywhere.
+  const showGlobals = (cmd: Command): void => {
+    cmd.configureHelp({ showGlobalOptions: true });
+    cmd.commands.forEach(showGlobals);
+  };
+  showGlobals(program);
   return program;
 }

@@ -1,0 +1,129 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import Database from 'better-sqlite3';
+import { databasePath } from '../../../src/db/connection.ts';
+import { DEMO_XPUB } from '../../../src/services/demo.ts';
+import { runTill, tillJson } from '../../helpers/cli.ts';
+import { testTpub, testXpub } from '../../helpers/keys.ts';
+import { tempDir } from '../../helpers/temp.ts';
+
+const REGTEST = { TILL_NETWORK: 'regtest' };
+
+describe('till admin CLI (real processes on a temp data dir)', () => {
+  test('store create, list, show, set, archive', async (t) => {
+    const dataDir = tempDir(t);
+    const created = await tillJson(['store', 'create', '--name', "Bob's Bikes", '--mode', 'test', '--confirmations', '2'], { dataDir });
+    assert.match(created.id, /^sto_/);
+    assert.equal(created.confirmations_required, 2);
+    assert.match(created.callback_secret, /^whsec_/);
+    const list = await tillJson(['store', 'list'], { dataDir });
+    assert.deepEqual(list.map((s: any) => s.id), [created.id]);
+    assert.ok(!JSON.stringify(list).includes('whsec_'), 'the callback secret is shown once only');
+    const set = await tillJson(['store', 'set', created.id, '--mode', 'live', '--expiry-minutes', '45', '--brand-color', '#112233', '--logo-url', 'https://shop.example/logo.png'], { dataDir });
+    assert.equal(set.mode, 'live');
+    assert.equal(set.expiry_minutes, 45);
+    assert.equal(set.brand_color, '#112233');
+    const human = await runTill(['store', 'show', created.id], { dataDir });
+    assert.equal(human.code, 0);
+    assert.match(human.stdout, /mode: live\s+confirmations: 2\s+expiry: 45 min/);
+    const archived = await tillJson(['store', 'archive', created.id], { dataDir });
+    assert.ok(archived.archived_at);
+    const db = new Database(databasePath(dataDir), { readonly: true });
+    t.after(() => db.close());
+    const row = db.prepare('SELECT name, mode, expiry_minutes, archived_at FROM stores').get() as any;
+    assert.equal(row.name, "Bob's Bikes");
+    assert.equal(row.mode, 'live');
+    assert.ok(row.archived_at > 0);
+  });
+
+  const badInvocations: Array<[string, string[], RegExp]> = [
+    ['unknown mode', ['store', 'create', '--name', 'x', '--mode', 'prod'], /argument 'prod' is invalid/],
+    ['missing name', ['store', 'create', '--mode', 'test'], /required option '--name <name>'/],
+    ['confirmations out of range', ['store', 'create', '--name', 'x', '--mode', 'test', '--confirmations', '7'], /from 0 to 6/],
+    ['bad colour', ['store', 'create', '--name', 'x', '--mode', 'test', '--brand-color', 'red'], /brand_color must look like #1a2b3c/],
+    ['unknown store', ['store', 'show', 'sto_nope'], /no store sto_nope/],
+    ['unknown command', ['stores'], /unknown command 'stores'/],
+    ['bad config', ['--port', 'eighty', 'store', 'list'], /--port must be an integer/],
+  ];
+  for (const [name, args, message] of badInvocations) {
+    test(`bad input: ${name} → non-zero exit, one clear line on stderr, nothing written`, async (t) => {
+      const dataDir = tempDir(t);
+      const r = await runTill(args, { dataDir });
+      assert.notEqual(r.code, 0);
+      assert.match(r.stderr, message);
+      assert.equal(r.stdout, '');
+      const list = await tillJson(['store', 'list'], { dataDir });
+      assert.deepEqual(list, []);
+    });
+  }
+
+  test('xpub add: formats, first addresses, one active key per store and env, refusals', async (t) => {
+    const dataDir = tempDir(t);
+    const env = REGTEST;
+    const store = await tillJson(['store', 'create', '--name', 'S', '--mode', 'live'], { dataDir, env });
+    const live = await tillJson(['xpub', 'add', '--store', store.id, '--env', 'live', '--gap-limit', '50', testTpub('cli')], { dataDir, env });
+    assert.equal(live.xpub.script_type, 'p2pkh');
+    assert.equal(live.xpub.gap_limit, 50);
+    assert.equal(live.first_addresses.length, 3);
+    for (const a of live.first_addresses) assert.match(a, /^[mn]/, 'a tpub gives legacy regtest addresses');
+    // A descriptor with origin: the wrapper decides the script type.
+    const desc = await tillJson(['xpub', 'add', '--store', store.id, '--env', 'live', `wpkh([d34db33f/84h/1h/0h]${testTpub('cli-2')}/0/*)`], { dataDir, env });
+    assert.equal(desc.xpub.script_type, 'p2wpkh');
+    for (const a of desc.first_addresses) assert.match(a, /^bcrt1q/);
+    assert.equal(desc.retired.id, live.xpub.id, 'adding a key retires the active one');
+    const human = await runTill(['xpub', 'add', '--store', store.id, '--env', 'test', DEMO_XPUB], { dataDir, env });
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(human.stdout, /0\/0 {2}bcrt1qcr8te4kr609gcawutmrza0j4xv80jy8zeqchgx/, 'a test store may use a mainnet key; addresses are encoded for regtest');
+    const all = await tillJson(['xpub', 'list', '--store', store.id], { dataDir, env });
+    assert.deepEqual(all.map((x: any) => `${x.env}:${x.status}`).sort(), ['live:active', 'live:retired', 'test:active']);
+
+    const refusals: Array<[string, string, RegExp]> = [
+      ['a private key', 'tprv8ZgxMBicQKsPd9TeAdPADNnSyH9SSUUbTVeFszDE23Ki6TBB5nCefAdHkK8Fm3qMQR6sHwA56zqRmKmxnHk37JkiFzvncDqoKmPWubu7hDF', /PRIVATE key/],
+      ['a mainnet key for a live regtest store', testXpub('cli'), /mainnet key .*regtest/],
+      ['garbage', 'not-a-key', /xpub/],
+    ];
+    for (const [what, key, message] of refusals) {
+      const r = await runTill(['xpub', 'add', '--store', store.id, '--env', 'live', key], { dataDir, env });
+      assert.notEqual(r.code, 0, what);
+      assert.match(r.stderr, message, what);
+      if (key.length > 40) assert.ok(!r.stderr.includes(key.slice(10, 40)), `${what}: the key is not echoed back`);
+    }
+    const db = new Database(databasePath(dataDir), { readonly: true });
+    t.after(() => db.close());
+    assert.equal((db.prepare('SELECT COUNT(*) n FROM xpubs').get() as any).n, 3, 'refused keys were not stored');
+    assert.equal((db.prepare("SELECT COUNT(*) n FROM xpubs WHERE key_text LIKE '%prv%'").get() as any).n, 0);
+  });
+
+  test('keys mint prints the key once; only a hash and the last 4 are stored; revoke', async (t) => {
+    const dataDir = tempDir(t);
+    const store = await tillJson(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir });
+    const minted = await tillJson(['keys', 'mint', '--store', store.id, '--env', 'test'], { dataDir });
+    assert.match(minted.key, /^svc_test_[0-9A-Za-z]{32}$/);
+    const list = await runTill(['keys', 'list'], { dataDir });
+    assert.ok(!list.stdout.includes(minted.key), 'never shown again');
+    assert.match(list.stdout, new RegExp(`svc_test_…${minted.key.slice(-4)}`));
+    const db = new Database(databasePath(dataDir), { readonly: true });
+    t.after(() => db.close());
+    const row = db.prepare('SELECT secret_hash, last4 FROM api_keys').get() as { secret_hash: Buffer; last4: string };
+    assert.equal(row.secret_hash.length, 32);
+    assert.equal(row.last4, minted.key.slice(-4));
+    const dump = JSON.stringify(db.prepare('SELECT * FROM api_keys').all());
+    assert.ok(!dump.includes(minted.key.slice(9, 30)));
+    const revoked = await tillJson(['keys', 'revoke', minted.id], { dataDir });
+    assert.ok(revoked.revoked_at);
+  });
+
+  test('config show masks secrets; --help and --version answer', async (t) => {
+    const dataDir = tempDir(t);
+    const shown = await tillJson(['config', 'show'], { dataDir, env: { TILL_RPC_PASSWORD: 'hunter2hunter2' } });
+    assert.equal(shown['bitcoind.rpc_password'], '********');
+    const help = await runTill(['--help']);
+    assert.equal(help.code, 0);
+    for (const cmd of ['serve', 'store', 'xpub', 'keys', 'webhooks', 'deliveries', 'config']) assert.match(help.stdout, new RegExp(`\\n\\s+${cmd}\\b`));
+    const sub = await runTill(['xpub', 'add', '--help']);
+    assert.match(sub.stdout, /--gap-limit/);
+    assert.match(sub.stdout, /--data-dir/, 'global options are shown in subcommand help');
+    const version = await runTill(['--version']);
+    assert.match(version.stdout, /^\d+\.\d+\.\d+\n$/);
+  });
+});
