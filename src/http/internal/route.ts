@@ -3,15 +3,31 @@ import { ApiError } from '../../domain/errors.ts';
 
 type Handler = (event: H3Event) => unknown;
 
+export interface RouteInfo {
+  path: string;
+  methods: HTTPMethod[];
+}
+
+const registered = new WeakMap<H3, RouteInfo[]>();
+
+/** Every path and method an app serves: the OpenAPI test holds the document to it. */
+export function listRoutes(app: H3): RouteInfo[] {
+  return registered.get(app) ?? [];
+}
+
 /**
  * Registers one path with a handler per method. A known path asked with
  * another method answers 405 method_not_allowed with an Allow header, rather
- * than the router's 404.
+ * than the router's 404. HEAD is answered wherever GET is (RFC 9110 9.3.2);
+ * the server sends its headers without the body.
  */
 export function defineRoute(app: H3, path: string, methods: Partial<Record<HTTPMethod, Handler>>): void {
-  const allow = Object.keys(methods).join(', ');
+  const allow = [...Object.keys(methods), ...(methods.GET && !methods.HEAD ? ['HEAD'] : [])].join(', ');
+  if (!registered.has(app)) registered.set(app, []);
+  registered.get(app)!.push({ path, methods: Object.keys(methods) as HTTPMethod[] });
   app.all(path, (event) => {
-    const handler = methods[event.req.method as HTTPMethod];
+    const method = event.req.method as HTTPMethod;
+    const handler = methods[method] ?? (method === 'HEAD' ? methods.GET : undefined);
     if (!handler) {
       event.res.headers.set('allow', allow);
       throw new ApiError('method_not_allowed', `${event.req.method} is not allowed here; use ${allow}`);

@@ -1,0 +1,253 @@
+import { ERROR_STATUS, type ErrorCode } from '../domain/errors.ts';
+import { EVENT_TYPES } from '../domain/event-types.ts';
+import { INVOICE_STATUSES, PAYMENT_STATUSES } from '../domain/invoice.ts';
+import { CALLBACK_URL_MAX_LENGTH, EXPIRES_IN_MINUTES, METADATA_LIMITS } from '../domain/invoice-request.ts';
+import { SIMULATED_EVENTS } from '../domain/simulate.ts';
+import { VERSION } from '../version.ts';
+
+// The machine-readable description of Till's HTTP API (OpenAPI 3.1), served at
+// GET /v1/openapi.json. A test holds it to the app's real route table and to
+// the error codes the code can produce, so it cannot drift.
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: object) => ({ content: { 'application/json': { schema } } });
+const nullable = (type: string, extra: object = {}) => ({ type: [type, 'null'], ...extra });
+
+/** The error responses of an operation, grouped by status, each listing its codes. */
+function errors(...codes: ErrorCode[]): Record<string, object> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const c of codes) byStatus.set(ERROR_STATUS[c], [...(byStatus.get(ERROR_STATUS[c]) ?? []), c]);
+  return Object.fromEntries(
+    [...byStatus].map(([status, cs]) => [String(status), { description: cs.join(', '), ...json(ref('Error')), 'x-error-codes': cs }]),
+  );
+}
+
+const AUTH: ErrorCode[] = ['api_key_invalid', 'api_key_revoked', 'api_key_wrong_env', 'not_found'];
+const BODY: ErrorCode[] = ['validation_error', 'unsupported_media_type', 'payload_too_large'];
+const idParam = (name: string, description: string) => ({ name, in: 'path', required: true, schema: { type: 'string' }, description });
+
+const schemas = {
+  Error: {
+    type: 'object',
+    required: ['error'],
+    properties: {
+      error: {
+        type: 'object',
+        required: ['code', 'message', 'request_id'],
+        properties: {
+          code: { type: 'string', enum: Object.keys(ERROR_STATUS) },
+          message: { type: 'string', description: 'human-readable; for validation errors it names the field' },
+          request_id: { type: 'string', format: 'uuid', description: 'equal to the X-Request-Id header' },
+          param: { type: 'string', description: 'the field or parameter at fault (validation errors)' },
+          retry_after_seconds: { type: 'integer', description: '429 only; also sent as Retry-After' },
+        },
+      },
+    },
+  },
+  Payment: {
+    type: 'object',
+    properties: {
+      txid: { type: 'string' },
+      vout: { type: 'integer' },
+      amount_sats: { type: 'integer' },
+      confirmations: { type: 'integer' },
+      block_height: nullable('integer'),
+      status: { type: 'string', enum: PAYMENT_STATUSES },
+      first_seen_at: { type: 'string', format: 'date-time' },
+    },
+  },
+  Invoice: {
+    type: 'object',
+    properties: {
+      id: { type: 'string', pattern: '^inv_' },
+      object: { const: 'invoice' },
+      livemode: { type: 'boolean' },
+      store_id: { type: 'string' },
+      status: { type: 'string', enum: INVOICE_STATUSES },
+      amount_sats: { type: 'integer' },
+      amount: nullable('string', { description: 'USD with two decimals, when priced in fiat' }),
+      currency: nullable('string', { enum: ['USD', null] }),
+      rate: { oneOf: [{ type: 'null' }, { type: 'object', properties: { usd_per_btc: { type: 'string' }, source: { type: 'string' }, fetched_at: { type: 'string', format: 'date-time' } } }] },
+      address: { type: 'string' },
+      payment_uri: { type: 'string', description: 'BIP21' },
+      amount_received_sats: { type: 'integer' },
+      amount_confirmed_sats: { type: 'integer' },
+      confirmations_required: { type: 'integer' },
+      payments: { type: 'array', items: ref('Payment') },
+      expires_at: { type: 'string', format: 'date-time' },
+      created_at: { type: 'string', format: 'date-time' },
+      paid_at: nullable('string', { format: 'date-time' }),
+      cancelled_at: nullable('string', { format: 'date-time' }),
+      expired_at: nullable('string', { format: 'date-time' }),
+      metadata: { type: 'object', additionalProperties: { type: 'string' } },
+      callback_url: nullable('string'),
+      checkout_url: { type: 'string' },
+    },
+  },
+  InvoiceCreate: {
+    type: 'object',
+    additionalProperties: false,
+    description: 'Exactly one of amount_sats, or amount with currency.',
+    properties: {
+      amount_sats: { type: 'integer', minimum: 1 },
+      amount: { oneOf: [{ type: 'string', pattern: '^\\d+(\\.\\d{1,2})?$' }, { type: 'number' }] },
+      currency: { type: 'string', enum: ['USD'] },
+      expires_in_minutes: { type: 'integer', minimum: EXPIRES_IN_MINUTES.min, maximum: EXPIRES_IN_MINUTES.max },
+      callback_url: { type: 'string', format: 'uri', maxLength: CALLBACK_URL_MAX_LENGTH },
+      metadata: { type: 'object', maxProperties: METADATA_LIMITS.maxKeys, additionalProperties: { type: 'string', maxLength: METADATA_LIMITS.maxValueLength } },
+    },
+  },
+  InvoiceList: {
+    type: 'object',
+    properties: { object: { const: 'list' }, url: { type: 'string' }, has_more: { type: 'boolean' }, data: { type: 'array', items: ref('Invoice') } },
+  },
+  CheckoutInvoice: {
+    description: 'The public invoice without metadata and callback_url, plus the store branding.',
+    allOf: [ref('Invoice'), { type: 'object', properties: { store: { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' }, logo_url: nullable('string'), brand_color: nullable('string') } } } }],
+  },
+  WebhookEndpoint: {
+    type: 'object',
+    properties: {
+      id: { type: 'string', pattern: '^we_' },
+      object: { const: 'webhook_endpoint' },
+      store_id: { type: 'string' },
+      url: { type: 'string' },
+      description: nullable('string'),
+      enabled_events: { type: 'array', items: { type: 'string', enum: ['*', ...EVENT_TYPES] } },
+      status: { type: 'string', enum: ['enabled', 'disabled'] },
+      previous_secret_expires_at: nullable('string', { format: 'date-time' }),
+      created_at: { type: 'string', format: 'date-time' },
+      secret: { type: 'string', description: 'only in the answers of create and rotate-secret' },
+    },
+  },
+  WebhookDelivery: {
+    type: 'object',
+    properties: {
+      id: { type: 'string', pattern: '^dlv_' },
+      object: { const: 'webhook_delivery' },
+      event_id: { type: 'string' },
+      endpoint_id: nullable('string'),
+      url: { type: 'string' },
+      status: { type: 'string', enum: ['attempting', 'success', 'failed', 'dead_letter'] },
+      attempts: { type: 'integer' },
+      last_status_code: nullable('integer'),
+      response_body: nullable('string', { description: 'first 4 KiB of the receiver\'s answer' }),
+      next_attempt_at: nullable('string', { format: 'date-time' }),
+    },
+  },
+};
+
+const invoiceId = idParam('id', 'invoice id (inv_…)');
+const storeId = idParam('id', "the API key's own store (sto_…)");
+const endpointId = idParam('wid', 'webhook endpoint id (we_…)');
+const bearer = [{ apiKey: [] }];
+
+export const OPENAPI_DOCUMENT = {
+  openapi: '3.1.0',
+  info: {
+    title: 'Till',
+    version: VERSION,
+    description: 'Self-hosted Bitcoin invoicing: server-to-server API (/v1), public checkout API (/pay), hosted checkout page.',
+  },
+  servers: [{ url: '/' }],
+  components: {
+    securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'svc_live_… or svc_test_…' } },
+    schemas,
+  },
+  paths: {
+    '/healthz': {
+      get: { summary: 'Health of the database, chain watcher and rate source', responses: { '200': { description: 'ok' }, '503': { description: 'degraded' } } },
+    },
+    '/v1/openapi.json': { get: { summary: 'This document', responses: { '200': { description: 'OpenAPI 3.1' } } } },
+    '/v1/invoices': {
+      post: {
+        summary: 'Create an invoice',
+        security: bearer,
+        parameters: [{ name: 'Idempotency-Key', in: 'header', schema: { type: 'string', minLength: 1, maxLength: 255 } }],
+        requestBody: { required: true, ...json(ref('InvoiceCreate')) },
+        responses: {
+          '201': { description: 'created (a replay of the same Idempotency-Key returns the first answer, with Idempotent-Replayed: true)', ...json(ref('Invoice')) },
+          ...errors(...AUTH, ...BODY, 'invalid_currency', 'invalid_amount', 'no_active_xpub', 'gap_limit_exceeded', 'idempotency_conflict', 'rate_limited', 'chain_syncing', 'disk_full', 'database_unavailable', 'rates_unavailable'),
+        },
+      },
+      get: {
+        summary: 'List invoices, newest first',
+        security: bearer,
+        parameters: [
+          { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
+          { name: 'starting_after', in: 'query', schema: { type: 'string' } },
+          { name: 'ending_before', in: 'query', schema: { type: 'string' } },
+          { name: 'status', in: 'query', schema: { type: 'string', enum: INVOICE_STATUSES } },
+          { name: 'created_gte', in: 'query', schema: { type: 'string' }, description: 'ISO 8601 or Unix seconds' },
+          { name: 'created_lte', in: 'query', schema: { type: 'string' }, description: 'ISO 8601 or Unix seconds' },
+        ],
+        responses: { '200': { description: 'a page', ...json(ref('InvoiceList')) }, ...errors(...AUTH, 'validation_error') },
+      },
+    },
+    '/v1/invoices/{id}': {
+      get: { summary: 'Fetch an invoice', security: bearer, parameters: [invoiceId], responses: { '200': { description: 'the invoice', ...json(ref('Invoice')) }, ...errors(...AUTH) } },
+    },
+    '/v1/invoices/{id}/cancel': {
+      post: {
+        summary: 'Cancel a pending invoice',
+        security: bearer,
+        parameters: [invoiceId],
+        responses: { '200': { description: 'cancelled', ...json(ref('Invoice')) }, ...errors(...AUTH, 'invoice_not_cancellable', 'disk_full', 'database_unavailable') },
+      },
+    },
+    '/v1/invoices/{id}/simulate': {
+      post: {
+        summary: 'Test mode: fire a lifecycle event through the state machine',
+        security: bearer,
+        parameters: [invoiceId],
+        requestBody: { required: true, ...json({ type: 'object', required: ['event'], additionalProperties: false, properties: { event: { type: 'string', enum: SIMULATED_EVENTS } } }) },
+        responses: {
+          '200': { description: 'the invoice after the event', ...json(ref('Invoice')) },
+          ...errors(...AUTH, ...BODY, 'test_mode_only', 'invoice_already_paid', 'invoice_not_cancellable', 'invoice_expired', 'disk_full', 'database_unavailable'),
+        },
+      },
+    },
+    '/v1/stores/{id}/webhooks': {
+      get: { summary: "List the store's webhook endpoints", security: bearer, parameters: [storeId], responses: { '200': { description: 'endpoints' }, ...errors(...AUTH) } },
+      post: {
+        summary: 'Add a webhook endpoint; the secret is returned once',
+        security: bearer,
+        parameters: [storeId],
+        requestBody: { required: true, ...json({ type: 'object', required: ['url'], properties: { url: { type: 'string' }, description: { type: 'string' }, enabled_events: { type: 'array', items: { type: 'string' } } } }) },
+        responses: { '201': { description: 'created', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...BODY) },
+      },
+    },
+    '/v1/stores/{id}/webhooks/{wid}': {
+      get: { summary: 'Fetch an endpoint', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'the endpoint', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH) } },
+      post: {
+        summary: 'Update an endpoint (url, description, enabled_events, enabled)',
+        security: bearer,
+        parameters: [storeId, endpointId],
+        responses: { '200': { description: 'updated', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...BODY) },
+      },
+      delete: { summary: 'Delete an endpoint', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'deleted' }, ...errors(...AUTH) } },
+    },
+    '/v1/stores/{id}/webhooks/{wid}/rotate-secret': {
+      post: { summary: 'New signing secret; the previous one stays valid 24 h', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'with the new secret', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH) } },
+    },
+    '/v1/stores/{id}/webhooks/{wid}/test': {
+      post: { summary: 'Send a synthetic webhook.test now; answered after the first attempt', security: bearer, parameters: [storeId, endpointId], responses: { '201': { description: 'the delivery', ...json(ref('WebhookDelivery')) }, ...errors(...AUTH) } },
+    },
+    '/v1/stores/{id}/callback-secret/rotate': {
+      post: { summary: "Rotate the secret that signs deliveries to invoices' callback_url", security: bearer, parameters: [storeId], responses: { '200': { description: 'with the new secret' }, ...errors(...AUTH) } },
+    },
+    '/pay/invoices/{id}': {
+      get: { summary: 'Public checkout snapshot (CORS *)', parameters: [invoiceId], responses: { '200': { description: 'invoice and branding', ...json(ref('CheckoutInvoice')) }, ...errors('not_found') } },
+    },
+    '/pay/invoices/{id}/events': {
+      get: { summary: 'Server-Sent Events: `event: invoice` with the snapshot on connect and on every change', parameters: [invoiceId], responses: { '200': { description: 'text/event-stream' }, ...errors('not_found', 'stream_limit_reached') } },
+    },
+    '/pay/invoices/{id}/stream': {
+      get: { summary: 'WebSocket: {"type":"invoice","data":…} on connect and on every change', parameters: [invoiceId], responses: { '101': { description: 'upgraded' }, ...errors('not_found', 'stream_limit_reached') } },
+    },
+    '/checkout/{id}': { get: { summary: 'Hosted checkout page', parameters: [invoiceId], responses: { '200': { description: 'HTML' }, ...errors('not_found') } } },
+    '/checkout/{id}/qr.svg': { get: { summary: 'QR code of the BIP21 payment URI', parameters: [invoiceId], responses: { '200': { description: 'SVG' }, ...errors('not_found') } } },
+    '/checkout/assets/{name}': { get: { summary: 'Checkout page assets', parameters: [idParam('name', 'asset file name')], responses: { '200': { description: 'asset' }, ...errors('not_found') } } },
+  },
+  'x-common-errors': errors('not_found', 'method_not_allowed', 'internal_error'),
+} as const;
