@@ -1,23 +1,25 @@
 import type { TestContext } from 'node:test';
 import { ManualClock } from '../../../src/clock.ts';
-import { startFakeBitcoind, type FakeBitcoind } from '../../fakes/bitcoind/index.ts';
 import { call, setupStore, startTestTill, type TestStore, type TestTill } from '../../helpers/till-server.ts';
+import type { ChainNode } from './nodes.ts';
+
+export type NodeFactory = (clock: ManualClock) => Promise<ChainNode>;
 
 export interface ChainFixture {
-  node: FakeBitcoind;
+  node: ChainNode;
   till: TestTill;
   store: TestStore;
 }
 
-/** The env that points a Till at a (fake or real) node. */
-export function nodeEnv(node: FakeBitcoind): Record<string, string> {
+/** The env that points a Till at a node. */
+export function nodeEnv(node: Pick<ChainNode, 'rpcUrl' | 'cookieFile' | 'zmqEndpoint'>): Record<string, string> {
   return { TILL_BITCOIND: 'true', TILL_RPC_URL: node.rpcUrl, TILL_RPC_COOKIE_FILE: node.cookieFile, TILL_ZMQ: node.zmqEndpoint };
 }
 
-/** A fake node and a Till watching it (a live store on regtest), on one clock, synced. */
-export async function startChainFixture(t: TestContext, opts: { confirmations?: number; dataDir?: string } = {}): Promise<ChainFixture> {
-  const clock = new ManualClock();
-  const node = await startFakeBitcoind({ clock });
+/** A node and a Till watching it (a live store on regtest), on one clock, synced. */
+export async function startChainFixture(t: TestContext, makeNode: NodeFactory, opts: { confirmations?: number } = {}): Promise<ChainFixture> {
+  const clock = new ManualClock(Date.now());
+  const node = await makeNode(clock);
   t.after(() => node.stop());
   const till = await startTestTill(t, { clock, env: nodeEnv(node), chainResyncMs: 3_600_000 });
   const store = setupStore(till, { mode: 'live', confirmations: opts.confirmations ?? 1 });
@@ -25,14 +27,14 @@ export async function startChainFixture(t: TestContext, opts: { confirmations?: 
   return { node, till, store };
 }
 
-export async function startWatching(till: TestTill, node: FakeBitcoind): Promise<void> {
+export async function startWatching(till: TestTill, node: ChainNode): Promise<void> {
   till.rt.chain!.start();
   await till.rt.chain!.idle();
-  await node.waitForSubscriber(['rawtx', 'sequence', 'hashblock'], 5000);
+  await node.waitForSubscriber();
 }
 
 /** Polls until check() is truthy; fails after timeoutMs. */
-export async function waitFor<T>(check: () => T | Promise<T>, what: string, timeoutMs = 5000): Promise<NonNullable<T>> {
+export async function waitFor<T>(check: () => T | Promise<T>, what: string, timeoutMs = 10_000): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await check();
@@ -56,9 +58,14 @@ export function eventTypes(f: ChainFixture, invoiceId: string): string[] {
   return f.till.rt.ctx.repos.events.listForInvoice(invoiceId).map((e) => e.type);
 }
 
-/** Mines and waits until Till has processed up to the node's tip. */
+/** Waits until Till has processed the node's tip. */
+export async function synced(f: ChainFixture): Promise<void> {
+  const { hash } = await f.node.tip();
+  await waitFor(() => f.till.rt.ctx.repos.chainBlocks.tip()?.hash === hash, `till at tip ${hash}`);
+  await f.till.rt.chain!.idle();
+}
+
 export async function mineAndSync(f: ChainFixture, n = 1): Promise<void> {
   await f.node.mine(n);
-  await waitFor(() => f.till.rt.ctx.repos.chainBlocks.tip()?.hash === f.node.tipHash, `till at tip ${f.node.tipHeight}`);
-  await f.till.rt.chain!.idle();
+  await synced(f);
 }

@@ -1,0 +1,4 @@
+import { defineChainScenarios } from './scenarios.ts';
+import { startFakeNode } from './nodes.ts';
+
+defineChainScenarios('fake', startFakeNode);

@@ -1,0 +1,77 @@
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { describe, test } from 'node:test';
+import { Publisher } from 'zeromq';
+import { ZmqFeed } from '../../../src/bitcoin/zmq-feed.ts';
+import { startTestTill } from '../../helpers/till-server.ts';
+import { nodeEnv, waitFor } from './helpers.ts';
+
+describe('chain: bad input from the node', () => {
+  test('malformed ZMQ messages are reported and ignored; the feed keeps going', async (t) => {
+    const pub = new Publisher();
+    await pub.bind('tcp://127.0.0.1:*');
+    t.after(() => pub.close());
+    const seen: string[] = [];
+    const feed = new ZmqFeed({
+      endpoints: [pub.lastEndpoint!],
+      handlers: {
+        rawtx: () => seen.push('rawtx'),
+        hashblock: (h) => seen.push(`hashblock ${h.slice(0, 4)}`),
+        sequence: () => seen.push('sequence'),
+        resync: (reason) => seen.push(`resync: ${reason}`),
+        malformed: (topic, reason) => seen.push(`malformed ${topic}: ${reason}`),
+      },
+    });
+    feed.start();
+    t.after(() => feed.stop());
+    const seq = (n: number) => { const b = Buffer.alloc(4); b.writeUInt32LE(n); return b; };
+    await waitFor(async () => {
+      await pub.send(['hashblock', Buffer.alloc(32, 0xab), seq(0)]);
+      return seen.some((s) => s.startsWith('hashblock'));
+    }, 'subscriber joined');
+    const before = seen.length;
+    await pub.send(['hashblock', Buffer.alloc(7), seq(1)]);
+    await pub.send(['sequence', Buffer.alloc(33, 0x41), seq(2)]);
+    await pub.send(['rawtx', Buffer.from('zz')]);
+    await pub.send(['hashblock', Buffer.alloc(32, 0xcd), seq(9)]);
+    await waitFor(() => seen.some((s) => s === 'hashblock cdcd'), 'the feed still works');
+    const after = seen.slice(before);
+    assert.ok(after.some((s) => /malformed hashblock: hash is not 32 bytes/.test(s)), after.join('\n'));
+    assert.ok(after.some((s) => /malformed rawtx: expected 3 frames/.test(s)));
+    assert.ok(after.some((s) => /resync: hashblock sequence gap/.test(s)));
+  });
+
+  test('a garbled RPC answer is logged, not a crash; health says what is wrong', async (t) => {
+    // Answers every call in the right envelope, but with a getblockchaininfo that makes no sense.
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d) => (body += d));
+      req.on('end', () => {
+        const calls = JSON.parse(body) as Array<{ id: number }>;
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(calls.map((c) => ({ id: c.id, result: { chain: 'regtest', blocks: 'many' }, error: null }))));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    t.after(() => server.close());
+    const port = (server.address() as { port: number }).port;
+    const till = await startTestTill(t, { env: { TILL_BITCOIND: 'true', TILL_RPC_URL: `http://127.0.0.1:${port}`, TILL_RPC_USER: 'u', TILL_RPC_PASSWORD: 'p', TILL_ZMQ: 'tcp://127.0.0.1:1' } });
+    till.rt.chain!.start();
+    await till.rt.chain!.idle();
+    const chain = till.rt.health().chain as any;
+    assert.match(chain.error, /getblockchaininfo/);
+    assert.equal((await fetch(`${till.url}/healthz`)).status, 503);
+    await till.rt.chain!.stop();
+  });
+
+  test('a node on another network is a fatal error, not wrong addresses', async (t) => {
+    const { startFakeBitcoind } = await import('../../fakes/bitcoind/index.ts');
+    const node = await startFakeBitcoind();
+    t.after(() => node.stop());
+    let fatal = '';
+    const till = await startTestTill(t, { env: { ...nodeEnv(node), TILL_NETWORK: 'main' }, onFatal: (m) => (fatal = m) });
+    till.rt.chain!.start();
+    await till.rt.chain!.idle();
+    assert.match(fatal, /bitcoind is on chain "regtest" but Till is configured for network "main"/);
+    assert.equal((till.rt.health().chain as any).status, 'fatal');
+  });
+});

@@ -1,0 +1,272 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { loadConfig } from '../../../src/config.ts';
+import { silentLogger } from '../../../src/log.ts';
+import { createRuntime } from '../../../src/runtime.ts';
+import { expireDueInvoices } from '../../../src/services/invoices.ts';
+import { addXpub } from '../../../src/services/xpubs.ts';
+import { call, startTestTill } from '../../helpers/till-server.ts';
+import { createInvoice, eventTypes, getInvoice, mineAndSync, nodeEnv, startChainFixture, startWatching, synced, waitFor, type NodeFactory } from './helpers.ts';
+
+/**
+ * The chain scenarios, end to end through HTTP, against any node: the fake
+ * (test/integration/chain/fake-node.test.ts) and a real bitcoind -regtest
+ * (real-bitcoind.test.ts). Scenarios that need a control only the fake has
+ * (IBD, dropped ZMQ messages, RPC outage, pruning) run on the fake alone.
+ */
+export function defineChainScenarios(name: string, makeNode: NodeFactory): void {
+  const fakeOnly = (f: { node: { fake?: unknown } }) => {
+    if (!f.node.fake) throw new Error('fake-only scenario run on a real node');
+    return f.node.fake as import('../../fakes/bitcoind/index.ts').FakeBitcoind;
+  };
+  const onFake = name === 'fake' ? test : test.skip;
+
+  describe(`chain scenarios (${name} node): payments`, () => {
+  test('exact payment: detected in the mempool, paid at one confirmation', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const inv = await createInvoice(f);
+    const txid = await f.node.pay(inv.address, 50_000);
+    const seen = await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1 && getInvoice(f, inv.id), 'mempool payment');
+    assert.equal(seen.status, 'pending');
+    assert.equal(seen.payments[0].txid, txid);
+    assert.equal(seen.payments[0].status, 'mempool');
+    assert.equal(seen.amount_received_sats, 50_000);
+    assert.equal(seen.amount_confirmed_sats, 0);
+    await mineAndSync(f);
+    const paid = await getInvoice(f, inv.id);
+    assert.equal(paid.status, 'paid');
+    assert.equal(paid.payments[0].status, 'confirmed');
+    assert.equal(paid.payments[0].confirmations, 1);
+    assert.equal(paid.payments[0].block_height, (await f.node.tip()).height);
+    assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid']);
+    await mineAndSync(f, 2);
+    assert.equal((await getInvoice(f, inv.id)).payments[0].confirmations, 3, 'confirmations keep counting');
+    assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid'], 'a payment is detected once, paid once');
+  });
+
+  test('two partial payments add up; overpayment is visible', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const inv = await createInvoice(f);
+    await f.node.pay(inv.address, 20_000);
+    await mineAndSync(f);
+    assert.equal((await getInvoice(f, inv.id)).status, 'pending');
+    await f.node.pay(inv.address, 40_000);
+    await mineAndSync(f);
+    const paid = await getInvoice(f, inv.id);
+    assert.equal(paid.status, 'paid');
+    assert.equal(paid.amount_received_sats, 60_000);
+    assert.ok(paid.amount_received_sats > paid.amount_sats, 'overpaid by 10,000 sats, visible');
+    assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.payment_detected', 'invoice.paid']);
+  });
+
+  test('one transaction paying two invoices pays both', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const a = await createInvoice(f, { amount_sats: 10_000 });
+    const b = await createInvoice(f, { amount_sats: 20_000 });
+    await f.node.payMany([{ address: a.address, sats: 10_000 }, { address: b.address, sats: 20_000 }]);
+    await mineAndSync(f);
+    assert.equal((await getInvoice(f, a.id)).status, 'paid');
+    assert.equal((await getInvoice(f, b.id)).status, 'paid');
+  });
+
+  test('underpayment then expiry: expired with the amount received', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 15 });
+    await f.node.pay(inv.address, 30_000);
+    await mineAndSync(f);
+    f.till.clock.advance(15 * 60_000);
+    assert.equal(await expireDueInvoices(f.till.rt.ctx), 1);
+    const expired = await getInvoice(f, inv.id);
+    assert.equal(expired.status, 'expired');
+    assert.equal(expired.amount_received_sats, 30_000);
+  });
+
+  test('payment after expiry: late_paid inside the late window; ignored after it', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const late = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
+    const tooLate = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
+    f.till.clock.advance(5 * 60_000);
+    await expireDueInvoices(f.till.rt.ctx);
+    await f.node.pay(late.address, 50_000);
+    await mineAndSync(f);
+    assert.equal((await getInvoice(f, late.id)).status, 'late_paid');
+    assert.deepEqual(eventTypes(f, late.id), ['invoice.created', 'invoice.expired', 'invoice.payment_detected', 'invoice.late_paid']);
+    // Past the 7-day window the address is no longer watched.
+    f.till.clock.advance(7 * 24 * 3600_000 + 1000);
+    await f.till.rt.chain!.requestSync(false, 'test');
+    await f.node.pay(tooLate.address, 50_000);
+    await mineAndSync(f);
+    const after = await getInvoice(f, tooLate.id);
+    assert.equal(after.status, 'expired');
+    assert.equal(after.payments.length, 0);
+  });
+
+  test('a payment to a cancelled invoice is recorded and reported, the invoice stays cancelled', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const inv = await createInvoice(f);
+    assert.equal((await call(f.till, 'POST', `/v1/invoices/${inv.id}/cancel`, { key: f.store.key })).status, 200);
+    await f.node.pay(inv.address, 50_000);
+    await mineAndSync(f);
+    const after = await getInvoice(f, inv.id);
+    assert.equal(after.status, 'cancelled');
+    assert.equal(after.amount_received_sats, 50_000);
+    assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.cancelled', 'invoice.payment_detected']);
+  });
+
+  for (const [confs, paidAfter] of [[0, 0], [1, 1], [6, 6]] as const) {
+    test(`a store that needs ${confs} confirmation(s) is paid after ${paidAfter} block(s)`, async (t) => {
+      const f = await startChainFixture(t, makeNode, { confirmations: confs });
+      const inv = await createInvoice(f);
+      await f.node.pay(inv.address, 50_000);
+      await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'mempool payment');
+      for (let mined = 0; mined < paidAfter; mined++) {
+        assert.equal((await getInvoice(f, inv.id)).status, 'pending', `not paid at ${mined} confirmations`);
+        await mineAndSync(f);
+      }
+      assert.equal((await getInvoice(f, inv.id)).status, 'paid');
+    });
+  }
+
+  onFake('IBD: live invoice creation answers 503 chain_syncing until the node is synced', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    fakeOnly(f).setIbd(true);
+    await f.till.rt.chain!.requestSync(false, 'test');
+    const refused = await call(f.till, 'POST', '/v1/invoices', { key: f.store.key, body: { amount_sats: 1000 } });
+    assert.equal(refused.status, 503);
+    assert.equal(refused.body.error.code, 'chain_syncing');
+    fakeOnly(f).setIbd(false);
+    await f.till.rt.chain!.requestSync(false, 'test');
+    assert.equal((await call(f.till, 'POST', '/v1/invoices', { key: f.store.key, body: { amount_sats: 1000 } })).status, 201);
+  });
+  });
+
+  describe(`chain scenarios (${name} node): replaced, reorged and missed payments`, () => {
+  test('RBF before confirmation: the replaced payment stops counting; the replacement, if it pays, counts', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const a = await createInvoice(f);
+    const b = await createInvoice(f);
+    const txA = await f.node.pay(a.address, 50_000, { rbf: true });
+    const txB = await f.node.pay(b.address, 50_000, { rbf: true });
+    await waitFor(async () => (await getInvoice(f, a.id)).payments.length === 1 && (await getInvoice(f, b.id)).payments.length === 1, 'both in mempool');
+    // a: the buyer double-spends the payment back to their wallet. b: bumps the fee, still paying.
+    await f.node.replace(txA, { outputs: [] });
+    const txB2 = await f.node.replace(txB);
+    await waitFor(async () => (await getInvoice(f, a.id)).payments[0].status === 'replaced', 'a replaced');
+    await mineAndSync(f);
+    const ia = await getInvoice(f, a.id);
+    assert.equal(ia.status, 'pending');
+    assert.equal(ia.amount_received_sats, 0);
+    assert.equal(ia.payments[0].txid, txA);
+    const ib = await getInvoice(f, b.id);
+    assert.equal(ib.status, 'paid');
+    const byTxid = Object.fromEntries(ib.payments.map((p: any) => [p.txid, p.status]));
+    assert.deepEqual(byTxid, { [txB]: 'replaced', [txB2]: 'confirmed' });
+  });
+
+  test('a reorg un-confirms a payment and a later block re-confirms it', async (t) => {
+    const f = await startChainFixture(t, makeNode, { confirmations: 2 });
+    const inv = await createInvoice(f);
+    const txid = await f.node.pay(inv.address, 50_000);
+    await mineAndSync(f);
+    assert.equal((await getInvoice(f, inv.id)).payments[0].confirmations, 1);
+    await f.node.reorg(1, { leaveInMempool: [txid] });
+    await synced(f);
+    const back = await getInvoice(f, inv.id);
+    assert.equal(back.payments[0].status, 'mempool');
+    assert.equal(back.status, 'pending');
+    await mineAndSync(f, 2);
+    assert.equal((await getInvoice(f, inv.id)).status, 'paid');
+  });
+
+  test('a reorg that drops a payment after paid: the invoice stays paid and payment_reversed is sent once', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const inv = await createInvoice(f);
+    const txid = await f.node.pay(inv.address, 50_000);
+    await mineAndSync(f);
+    assert.equal((await getInvoice(f, inv.id)).status, 'paid');
+    await f.node.reorg(1, { dropTxids: [txid] });
+    await synced(f);
+    await f.till.rt.chain!.requestSync(true, 'test');
+    const after = await getInvoice(f, inv.id);
+    assert.equal(after.status, 'paid', 'a paid invoice stays paid');
+    assert.equal(after.payments[0].status, 'replaced');
+    assert.equal(after.amount_confirmed_sats, 0);
+    await mineAndSync(f, 2);
+    const types = eventTypes(f, inv.id);
+    assert.equal(types.filter((x) => x === 'invoice.payment_reversed').length, 1, types.join(','));
+  });
+
+  onFake('every second ZMQ rawtx dropped: every payment is still found', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    let n = 0;
+    fakeOnly(f).dropZmq((m) => m.topic === 'rawtx' && n++ % 2 === 1);
+    const invoices = [];
+    for (let i = 0; i < 6; i++) invoices.push(await createInvoice(f));
+    for (const inv of invoices) await f.node.pay(inv.address, 50_000);
+    await mineAndSync(f);
+    await f.till.rt.chain!.idle();
+    for (const inv of invoices) assert.equal((await getInvoice(f, inv.id)).status, 'paid', inv.id);
+  });
+
+  test('Till down while 20 blocks with payments are mined: all found on start', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    // 20 unpaid invoices in a row: raise the gap limit as the merchant's wallet would be set.
+    const xpub = f.till.rt.ctx.repos.xpubs.findActive(f.store.storeId, 'live')!;
+    addXpub(f.till.rt.ctx, { storeId: f.store.storeId, env: 'live', key: xpub.keyText, gapLimit: 100 });
+    const invoices = [];
+    for (let i = 0; i < 20; i++) invoices.push(await createInvoice(f));
+    await f.till.rt.stop();
+    for (const inv of invoices) {
+      await f.node.pay(inv.address, 50_000);
+      await f.node.mine(1);
+    }
+    const rt2 = createRuntime(loadConfig({ env: { TILL_DATA_DIR: f.till.config.dataDir, TILL_NETWORK: 'regtest', TILL_RATES: 'fixed:65000', ...nodeEnv(f.node) } }), { clock: f.till.clock, logger: silentLogger });
+    t.after(() => rt2.stop());
+    assert.equal(rt2.ctx.chain.caughtUp, false, 'no live invoice expires before the first catch-up');
+    rt2.chain!.start();
+    await rt2.chain!.idle();
+    assert.equal(rt2.ctx.chain.caughtUp, true);
+    for (const inv of invoices) {
+      const stored = rt2.ctx.repos.invoices.get(inv.id)!;
+      assert.equal(stored.status, 'paid', inv.id);
+      assert.ok(stored.payments[0]!.firstSeenAt < stored.expiresAt, 'a payment mined while Till was down counts from its block time');
+    }
+  });
+
+  onFake('bitcoind restarted mid-stream: Till reports it, reconnects and catches up', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const inv = await createInvoice(f);
+    const node = fakeOnly(f);
+    await node.stopRpc();
+    await node.stopZmq();
+    await f.till.rt.chain!.requestSync(false, 'test');
+    const health = f.till.rt.health();
+    assert.equal(health.status, 'degraded');
+    assert.equal((health.chain as any).status, 'disconnected');
+    const res = await fetch(`${f.till.url}/healthz`);
+    assert.equal(res.status, 503);
+    // Meanwhile the node (as if restarted) mines the payment.
+    await f.node.pay(inv.address, 50_000);
+    await f.node.mine(1);
+    await node.startRpc();
+    await node.startZmq({ resetCounters: true });
+    await waitFor(async () => (await getInvoice(f, inv.id)).status === 'paid', 'caught up after restart', 15_000);
+    await waitFor(() => (f.till.rt.health().chain as any).status === 'synced', 'health back to synced');
+    assert.equal(f.till.rt.health().status, 'ok');
+  });
+
+  onFake('a pruned node: confirmed payments are found in the UTXO set', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const inv = await createInvoice(f);
+    await f.till.rt.chain!.stop();
+    await f.node.pay(inv.address, 50_000);
+    await f.node.mine(3);
+    fakeOnly(f).pruneBelow((await f.node.tip()).height);
+    const till2 = await startTestTill(t, { clock: f.till.clock, env: { TILL_DATA_DIR: f.till.config.dataDir, ...nodeEnv(f.node) } });
+    await startWatching(till2, f.node);
+    const stored = till2.rt.ctx.repos.invoices.get(inv.id)!;
+    assert.equal(stored.status, 'paid');
+    assert.match(String((till2.rt.health().chain as any).pruned_fallback), /pruned/);
+  });
+  });
+}
