@@ -9,6 +9,7 @@ import { refillAddressPool } from './services/address-pool.ts';
 import { createContext, type Context } from './services/context.ts';
 import { ExternalChanges } from './services/external-changes.ts';
 import { IDEMPOTENCY_TTL_MS, expireDueInvoices } from './services/invoices.ts';
+import { acquireServerLease, LEASE_RENEW_MS } from './services/server-lease.ts';
 import { startLoop } from './services/workers.ts';
 import { VERSION } from './version.ts';
 import { DeliveryWorker } from './webhooks/delivery-worker.ts';
@@ -42,7 +43,7 @@ export interface Runtime {
   /** Period of the checkout streams' heartbeat (15 s). */
   streamHeartbeatMs: number;
   health(): HealthReport;
-  /** Starts background work: rate refresh, expiry, pool refills, housekeeping. */
+  /** Starts background work (rate refresh, chain watcher, webhooks, expiry, pool refills, housekeeping); throws LeaseHeldError if another server runs on the data dir. */
   start(): void;
   stop(): Promise<void>;
 }
@@ -98,6 +99,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
   const startedAt = clock.now();
   const loops: Array<{ stop(): Promise<void> }> = [];
   let stopped = false;
+  let lease: ReturnType<typeof acquireServerLease> | null = null;
 
   async function refillAllPools(): Promise<void> {
     for (const x of ctx.repos.xpubs.listActive()) {
@@ -136,6 +138,10 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
       };
     },
     start() {
+      // Throws when another server runs on this data dir: nothing has started yet then.
+      lease = acquireServerLease(ctx);
+      const held = lease;
+      loops.push(startLoop('server-lease', LEASE_RENEW_MS, logger, () => held.renew()));
       ctx.rates!.start();
       webhooks.start();
       chain?.start();
@@ -152,6 +158,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
       await webhooks.stop();
       await chain?.stop();
       await Promise.all(loops.map((l) => l.stop()));
+      lease?.release();
       db.close();
     },
   };

@@ -17,9 +17,12 @@ export function serveCommand(): Command {
           process.exit(1);
         },
       });
+      // First: a second server on this data dir stops here, before binding anything.
+      rt.start();
       const demo = this.opts().demo ? seedDemo(rt.ctx) : null;
       const server = await listen(createApp(rt), config.host, config.port);
-      rt.start();
+      // With port 0 or no public URL, links point at the address actually bound.
+      if (!config.publicUrl) rt.ctx.baseUrl = server.url;
       rt.logger.info({ url: server.url, network: config.network, data_dir: config.dataDir }, 'till listening');
       process.stdout.write(`Till listening on ${server.url} (network ${config.network}, data in ${config.dataDir})\n`);
       if (demo) {

@@ -5,6 +5,7 @@ export type MetaRepo = ReturnType<typeof createMetaRepo>;
 
 export function createMetaRepo(db: Db) {
   const get = db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?');
+  const del = db.prepare<[string]>('DELETE FROM meta WHERE key = ?');
   const set = db.prepare<[string, string]>(
     'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value',
   );
@@ -14,6 +15,9 @@ export function createMetaRepo(db: Db) {
     },
     set(key: string, value: string): void {
       set.run(key, value);
+    },
+    delete(key: string): void {
+      del.run(key);
     },
     getJson<T>(key: string): T | null {
       const v = get.get(key)?.value;

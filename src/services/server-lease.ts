@@ -1,0 +1,49 @@
+import { hostname } from 'node:os';
+import { inTransaction } from '../db/connection.ts';
+import type { Context } from './context.ts';
+
+// One `till serve` per data directory: two would both run the webhook worker
+// and the chain watcher on the same rows. The server holds a lease in SQLite,
+// renewed every few seconds; another server refuses to start while it is
+// fresh. A crashed server's lease simply goes stale. The CLI takes no lease.
+
+const KEY = 'server_lease';
+export const LEASE_TTL_MS = 15_000;
+export const LEASE_RENEW_MS = 5_000;
+
+interface Lease {
+  owner: string;
+  pid: number;
+  host: string;
+  renewedAt: number;
+}
+
+export class LeaseHeldError extends Error {
+  override name = 'LeaseHeldError';
+}
+
+const owner = `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2)}`;
+
+/** Takes the lease or throws LeaseHeldError naming the holder; renew() keeps it. */
+export function acquireServerLease(ctx: Context): { renew(): void; release(): void } {
+  const now = () => ctx.clock.now();
+  inTransaction(ctx.db, () => {
+    const held = ctx.repos.meta.getJson<Lease>(KEY);
+    if (held && held.owner !== owner && now() - held.renewedAt < LEASE_TTL_MS) {
+      throw new LeaseHeldError(
+        `another till serve (pid ${held.pid} on ${held.host}) is running on ${ctx.config.dataDir}; stop it first (a crashed one's claim lapses after ${LEASE_TTL_MS / 1000} s)`,
+      );
+    }
+    ctx.repos.meta.setJson(KEY, { owner, pid: process.pid, host: hostname(), renewedAt: now() } satisfies Lease);
+  });
+  return {
+    renew() {
+      ctx.repos.meta.setJson(KEY, { owner, pid: process.pid, host: hostname(), renewedAt: now() } satisfies Lease);
+    },
+    release() {
+      inTransaction(ctx.db, () => {
+        if (ctx.repos.meta.getJson<Lease>(KEY)?.owner === owner) ctx.repos.meta.delete(KEY);
+      });
+    },
+  };
+}

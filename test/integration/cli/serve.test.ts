@@ -1,0 +1,61 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { runTill } from '../../helpers/cli.ts';
+import { tempDir } from '../../helpers/temp.ts';
+
+const TILL = fileURLToPath(new URL('../../../cli/till.ts', import.meta.url));
+
+/** Starts `till serve --demo` on port 0 on a fresh data dir; resolves once it listens and printed the demo key. */
+function startServe(dataDir: string): Promise<{ url: string; key: string; stop: () => Promise<void> }> {
+  const child = spawn(process.execPath, [TILL, '--data-dir', dataDir, '--port', '0', 'serve', '--demo'], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', TILL_LOG_LEVEL: 'silent' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`serve did not start: ${out}`)), 20_000);
+    child.stdout.on('data', (d) => {
+      out += d;
+      const url = /Till listening on (http:\/\/\S+)/.exec(out)?.[1];
+      const key = /svc_test_[0-9A-Za-z]{32}/.exec(out)?.[0];
+      if (url && key) {
+        clearTimeout(timer);
+        resolve({ url, key, stop: () => new Promise<void>((r) => { child.once('exit', () => r()); child.kill('SIGTERM'); }) });
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`serve exited ${code}: ${out}`)));
+  });
+}
+
+test('npm start path: serve --demo on a fresh data dir creates a demo store and takes an invoice', async (t) => {
+  const dataDir = tempDir(t);
+  const till = await startServe(dataDir);
+  t.after(() => till.stop());
+  assert.ok(till.key, 'the demo API key is printed once');
+  const res = await fetch(`${till.url}/v1/invoices`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${till.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ amount: '12.50', currency: 'USD' }),
+  });
+  assert.equal(res.status, 201);
+  const inv = await res.json();
+  assert.equal(inv.amount_sats, 19231, 'priced at the demo rate of 65,000 USD');
+  assert.ok(inv.checkout_url.startsWith(till.url), 'links point at the bound address');
+  const health = await (await fetch(`${till.url}/healthz`)).json();
+  assert.equal(health.status, 'ok');
+  assert.equal(health.chain.status, 'disabled');
+});
+
+test('a second serve on the same data dir refuses to start; the CLI still works beside it', async (t) => {
+  const dataDir = tempDir(t);
+  const first = await startServe(dataDir);
+  t.after(() => first.stop());
+  const second = await runTill(['--port', '0', 'serve', '--demo'], { dataDir, timeoutMs: 20_000 });
+  assert.equal(second.code, 1);
+  assert.match(second.stderr, /another till serve \(pid \d+ on .*\) is running/);
+  const list = await runTill(['--json', 'store', 'list'], { dataDir });
+  assert.equal(list.code, 0, list.stderr);
+  assert.equal(JSON.parse(list.stdout).length, 1);
+});
