@@ -1,25 +1,16 @@
 // Coinbase public spot price: GET /v2/prices/BTC-USD/spot answers
 // {"data":{"amount":"<price>","base":"BTC","currency":"USD"}}.
 import type { RateProvider } from './provider.ts';
-import {
-  DEFAULT_TIMEOUT_MS,
-  type HttpProviderOptions,
-  fetchProviderJson,
-  isRecord,
-  parseProviderPrice,
-  resolveBaseUrl,
-} from './fetch-json.ts';
+import { defineHttpProvider, type HttpProviderOptions, isRecord, parseProviderPrice } from './fetch-json.ts';
 
 export const COINBASE_BASE_URL = 'https://api.coinbase.com';
 
 export function createCoinbaseProvider(options: HttpProviderOptions = {}): RateProvider {
-  const name = 'coinbase';
-  const url = `${resolveBaseUrl(name, options.baseUrl ?? COINBASE_BASE_URL)}/v2/prices/BTC-USD/spot`;
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  return {
-    name,
-    async fetchRate(signal) {
-      const body = await fetchProviderJson(name, url, signal, timeoutMs);
+  return defineHttpProvider({
+    name: 'coinbase',
+    defaultBaseUrl: COINBASE_BASE_URL,
+    path: '/v2/prices/BTC-USD/spot',
+    readPrice(body, name) {
       const data = isRecord(body) ? body.data : undefined;
       if (!isRecord(data)) throw new Error(`${name}: answer has no data object`);
       // A price in another pair would be silently wrong by a large factor.
@@ -27,5 +18,5 @@ export function createCoinbaseProvider(options: HttpProviderOptions = {}): RateP
       if (data.currency !== undefined && data.currency !== 'USD') throw new Error(`${name}: data.currency is not USD`);
       return parseProviderPrice(name, data.amount, 'data.amount');
     },
-  };
+  }, options);
 }

@@ -1,6 +1,7 @@
 // One GET to a price provider: bounded in time and size, and every way it can
 // go wrong becomes an Error that names the provider. Shared by the HTTP providers.
 import { parseRateToCents } from '../domain/money.ts';
+import type { RateProvider } from './provider.ts';
 
 export const DEFAULT_TIMEOUT_MS = 5_000;
 
@@ -92,4 +93,26 @@ function describeError(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const cause = error.cause instanceof Error ? `: ${error.cause.message}` : '';
   return `${error.message}${cause}`;
+}
+
+export interface HttpProviderSpec {
+  name: string;
+  defaultBaseUrl: string;
+  /** Path and query of the ticker under the base URL. */
+  path: string;
+  /** Picks the price out of the parsed answer, throwing on any other shape. */
+  readPrice(body: unknown, name: string): number;
+}
+
+/** A public-ticker provider: one GET, the answer checked by readPrice. */
+export function defineHttpProvider(spec: HttpProviderSpec, options: HttpProviderOptions = {}): RateProvider {
+  const { name } = spec;
+  const url = `${resolveBaseUrl(name, options.baseUrl ?? spec.defaultBaseUrl)}${spec.path}`;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  return {
+    name,
+    async fetchRate(signal) {
+      return spec.readPrice(await fetchProviderJson(name, url, signal, timeoutMs), name);
+    },
+  };
 }
