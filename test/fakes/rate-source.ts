@@ -2,7 +2,7 @@
 // ticker paths like the real ones do, with prices the test sets. Per provider it
 // can instead answer 500, garbage, a custom body, or hang until the client gives up.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOnLoopback } from '../helpers/listen.ts';
 
 export type FakeProvider = 'kraken' | 'bitstamp' | 'coinbase';
 
@@ -61,14 +61,10 @@ export async function startFakeRateSource(): Promise<FakeRateSource> {
         return;
     }
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  const url = await listenOnLoopback(server);
 
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     setPrice: (provider, price) => {
       prices[provider] = price;
       modes[provider] = { kind: 'ok' };

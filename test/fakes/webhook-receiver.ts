@@ -2,8 +2,8 @@
 // whose answers the test scripts, one per request, and which records every
 // request exactly as it arrived.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { systemClock, type Clock } from '../../src/clock.ts';
+import { listenOnLoopback } from '../helpers/listen.ts';
 
 export type ScriptedAnswer =
   /** An ordinary answer. */
@@ -127,14 +127,10 @@ export async function startWebhookReceiver(opts: { clock?: Clock } = {}): Promis
     }
   }
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  const url = await listenOnLoopback(server);
 
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     requests,
     respondWith(...given: ScriptedAnswer[] | [Script]) {
       const [first] = given;

@@ -3,6 +3,7 @@ import { createServer } from 'node:http';
 import { describe, test } from 'node:test';
 import { Publisher } from 'zeromq';
 import { ZmqFeed } from '../../../src/bitcoin/zmq-feed.ts';
+import { listenOnLoopback } from '../../helpers/listen.ts';
 import { startTestTill } from '../../helpers/till-server.ts';
 import { nodeEnv, waitFor } from './helpers.ts';
 
@@ -51,10 +52,9 @@ describe('chain: bad input from the node', () => {
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(calls.map((c) => ({ id: c.id, result: { chain: 'regtest', blocks: 'many' }, error: null }))));
       });
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const rpcUrl = await listenOnLoopback(server);
     t.after(() => server.close());
-    const port = (server.address() as { port: number }).port;
-    const till = await startTestTill(t, { env: { TILL_BITCOIND: 'true', TILL_RPC_URL: `http://127.0.0.1:${port}`, TILL_RPC_USER: 'u', TILL_RPC_PASSWORD: 'p', TILL_ZMQ: 'tcp://127.0.0.1:1' } });
+    const till = await startTestTill(t, { env: { TILL_BITCOIND: 'true', TILL_RPC_URL: rpcUrl, TILL_RPC_USER: 'u', TILL_RPC_PASSWORD: 'p', TILL_ZMQ: 'tcp://127.0.0.1:1' } });
     till.rt.chain!.start();
     await till.rt.chain!.idle();
     const chain = till.rt.health().chain as any;
