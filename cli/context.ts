@@ -18,7 +18,7 @@ export function configFrom(cmd: Command, extra: { demo?: boolean } = {}): Config
 /** Opens the data directory for a one-shot admin command; closes it on exit. */
 export function withContext<T>(cmd: Command, fn: (ctx: Context) => T): T {
   const config = configFrom(cmd);
-  const db = openDatabase(config.dataDir, { synchronous: config.synchronous });
+  const db = openDatabase(config.dataDir, { synchronous: config.synchronous, busyTimeoutMs: config.busyTimeoutMs });
   try {
     return fn(createContext(db, systemClock, config));
   } finally {

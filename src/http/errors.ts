@@ -1,3 +1,4 @@
+import { translateDbError } from '../db/errors.ts';
 import { ApiError } from '../domain/errors.ts';
 
 /** The spec's error envelope (section 7) as a Response. */
@@ -15,8 +16,13 @@ export function errorResponse(err: ApiError, requestId: string, headers: Record<
   });
 }
 
-/** Anything thrown that is not an ApiError is our bug: a 500 that names only the request id. */
+/**
+ * SQLite's infrastructure failures become the spec's retryable 503s wherever
+ * they happen (reads too); anything else thrown that is not an ApiError is our
+ * bug: a 500 that names only the request id.
+ */
 export function toApiError(err: unknown): ApiError {
-  if (err instanceof ApiError) return err;
+  const translated = translateDbError(err);
+  if (translated instanceof ApiError) return translated;
   return new ApiError('internal_error', 'an internal error occurred; the request id is in the server log');
 }

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { translateDbError } from '../db/errors.ts';
 import type { StoredInvoice } from '../db/invoices.ts';
 import { ApiError } from '../domain/errors.ts';
 import type { Invoice } from '../domain/invoice.ts';
@@ -107,59 +106,55 @@ async function createAdmitted(ctx: Context, input: CreateInvoiceInput): Promise<
     amountSats = req.amountSats;
   }
 
-  try {
-    return await ctx.writes.run(() => {
-      if (idempotencyKey) {
-        // A request with the same key may have committed while this one waited.
-        const replay = checkIdempotency(ctx, caller, idempotencyKey, requestHash);
-        if (replay) return replay;
-      }
-      const now = ctx.clock.now();
-      const store = caller.store;
-      const xpub = ctx.repos.xpubs.findActive(store.id, envOf(caller));
-      if (!xpub) {
-        const fix = `${ctx.config.dashboardUrl || ctx.baseUrl}/stores/${store.id}/xpubs`;
-        throw new ApiError('no_active_xpub', `store ${store.id} has no active ${envOf(caller)} xpub. Add one at ${fix} or run: till xpub add --store ${store.id} --env ${envOf(caller)} <xpub>`);
-      }
-      if (live && gapHeadroom(xpub) <= 0 && !(xpub.lastFundedAt !== null && now - xpub.lastFundedAt < FUNDING_GRACE_MS)) {
-        throw new ApiError('gap_limit_exceeded', `the wallet's gap limit (${xpub.gapLimit}) is within 5 of being reached and no payment was seen in 24 hours. Raise the gap limit in your wallet (100 or more recommended) and run: till xpub add --store ${store.id} --env live --gap-limit 100 <xpub>, or rotate to a new xpub.`);
-      }
-      const addr = allocateAddress(ctx, xpub);
-      const fields: Omit<StoredInvoice, 'rowid'> = {
-        id: newId('inv', now),
-        storeId: store.id,
-        livemode: live,
-        status: 'pending',
-        amountSats,
-        fiat,
-        address: addr.address,
-        confirmationsRequired: store.confirmationsRequired,
-        lateWindowMs: store.lateWindowMinutes * 60_000,
-        expiresAt: now + (req.expiresInMinutes ?? store.expiryMinutes) * 60_000,
-        createdAt: now,
-        paidAt: null,
-        cancelledAt: null,
-        expiredAt: null,
-        metadata: req.metadata,
-        callbackUrl: req.callbackUrl ?? null,
-        payments: [],
-        xpubId: xpub.id,
-        addressIndex: addr.index,
-        scriptHex: addr.scriptHex,
-        version: 1,
-      };
-      const invoice: StoredInvoice = { ...fields, rowid: ctx.repos.invoices.insert(fields) };
-      recordEvents(ctx, invoice, [{ type: 'invoice.created' }]);
-      const body = JSON.stringify(invoiceView(invoice, ctx.baseUrl));
-      if (idempotencyKey) ctx.repos.idempotency.put(caller.apiKey.id, idempotencyKey, { requestHash, status: 201, body, createdAt: now });
-      return { status: 201, body, replayed: false, invoice };
-    }).then((result) => {
-      if (result.invoice) ctx.feed.publish(result.invoice);
-      return result;
-    });
-  } catch (err) {
-    throw translateDbError(err);
-  }
+  return ctx.writes.run(() => {
+    if (idempotencyKey) {
+      // A request with the same key may have committed while this one waited.
+      const replay = checkIdempotency(ctx, caller, idempotencyKey, requestHash);
+      if (replay) return replay;
+    }
+    const now = ctx.clock.now();
+    const store = caller.store;
+    const xpub = ctx.repos.xpubs.findActive(store.id, envOf(caller));
+    if (!xpub) {
+      const fix = `${ctx.config.dashboardUrl || ctx.baseUrl}/stores/${store.id}/xpubs`;
+      throw new ApiError('no_active_xpub', `store ${store.id} has no active ${envOf(caller)} xpub. Add one at ${fix} or run: till xpub add --store ${store.id} --env ${envOf(caller)} <xpub>`);
+    }
+    if (live && gapHeadroom(xpub) <= 0 && !(xpub.lastFundedAt !== null && now - xpub.lastFundedAt < FUNDING_GRACE_MS)) {
+      throw new ApiError('gap_limit_exceeded', `the wallet's gap limit (${xpub.gapLimit}) is within 5 of being reached and no payment was seen in 24 hours. Raise the gap limit in your wallet (100 or more recommended) and run: till xpub add --store ${store.id} --env live --gap-limit 100 <xpub>, or rotate to a new xpub.`);
+    }
+    const addr = allocateAddress(ctx, xpub);
+    const fields: Omit<StoredInvoice, 'rowid'> = {
+      id: newId('inv', now),
+      storeId: store.id,
+      livemode: live,
+      status: 'pending',
+      amountSats,
+      fiat,
+      address: addr.address,
+      confirmationsRequired: store.confirmationsRequired,
+      lateWindowMs: store.lateWindowMinutes * 60_000,
+      expiresAt: now + (req.expiresInMinutes ?? store.expiryMinutes) * 60_000,
+      createdAt: now,
+      paidAt: null,
+      cancelledAt: null,
+      expiredAt: null,
+      metadata: req.metadata,
+      callbackUrl: req.callbackUrl ?? null,
+      payments: [],
+      xpubId: xpub.id,
+      addressIndex: addr.index,
+      scriptHex: addr.scriptHex,
+      version: 1,
+    };
+    const invoice: StoredInvoice = { ...fields, rowid: ctx.repos.invoices.insert(fields) };
+    recordEvents(ctx, invoice, [{ type: 'invoice.created' }]);
+    const body = JSON.stringify(invoiceView(invoice, ctx.baseUrl));
+    if (idempotencyKey) ctx.repos.idempotency.put(caller.apiKey.id, idempotencyKey, { requestHash, status: 201, body, createdAt: now });
+    return { status: 201, body, replayed: false, invoice };
+  }).then((result) => {
+    if (result.invoice) ctx.feed.publish(result.invoice);
+    return result;
+  });
 }
 
 /** An invoice the caller may see: its store and its environment, else not_found (never leak existence). */
@@ -189,17 +184,13 @@ async function changeInvoice(
   change: (inv: StoredInvoice, now: number) => { invoice: Invoice; events: DomainEvent[] },
 ): Promise<StoredInvoice> {
   assertDiskWritable(ctx);
-  try {
-    const saved = await ctx.writes.run(() => {
-      const inv = getInvoiceFor(ctx, caller, id);
-      const { invoice, events } = change(inv, ctx.clock.now());
-      return saveTransition(ctx, inv, invoice, events);
-    });
-    ctx.feed.publish(saved);
-    return saved;
-  } catch (err) {
-    throw translateDbError(err);
-  }
+  const saved = await ctx.writes.run(() => {
+    const inv = getInvoiceFor(ctx, caller, id);
+    const { invoice, events } = change(inv, ctx.clock.now());
+    return saveTransition(ctx, inv, invoice, events);
+  });
+  ctx.feed.publish(saved);
+  return saved;
 }
 
 export function cancelInvoice(ctx: Context, caller: Caller, id: string): Promise<StoredInvoice> {

@@ -2,6 +2,12 @@ import type { H3Event } from 'h3';
 import { ApiError } from '../../domain/errors.ts';
 
 export const MAX_JSON_BODY_BYTES = 64 * 1024;
+/**
+ * Deepest nesting a body may have. Till's bodies need 2; 64 KiB of brackets
+ * nest 32,000 deep, which overflows the stack of recursive walkers such as
+ * JSON.stringify (a 500 instead of a 400).
+ */
+export const MAX_JSON_DEPTH = 32;
 
 /**
  * Reads a JSON object body: Content-Type must be application/json, the size is
@@ -25,7 +31,22 @@ export async function readJsonObject(event: H3Event, maxBytes = MAX_JSON_BODY_BY
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new ApiError('validation_error', 'the request body must be a JSON object', { param: 'body' });
   }
+  if (exceedsDepth(value, MAX_JSON_DEPTH)) {
+    throw new ApiError('validation_error', `the request body is nested more than ${MAX_JSON_DEPTH} levels deep`, { param: 'body' });
+  }
   return { value: value as Record<string, unknown>, raw };
+}
+
+/** Whether objects and arrays nest deeper than max; iterative, so any depth is safe to ask about. */
+function exceedsDepth(value: object, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  for (let item = stack.pop(); item; item = stack.pop()) {
+    const [v, depth] = item;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth > max) return true;
+    for (const child of Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
 }
 
 async function readLimited(event: H3Event, maxBytes: number): Promise<string> {

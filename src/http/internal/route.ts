@@ -27,13 +27,22 @@ export function defineRoute(app: H3, path: string, methods: Partial<Record<HTTPM
   registered.get(app)!.push({ path, methods: Object.keys(methods) as HTTPMethod[] });
   app.all(path, (event) => {
     const method = event.req.method as HTTPMethod;
-    const handler = methods[method] ?? (method === 'HEAD' ? methods.GET : undefined);
+    if (method === 'HEAD' && !methods.HEAD && methods.GET) return answerHead(methods.GET, event);
+    const handler = methods[method];
     if (!handler) {
       event.res.headers.set('allow', allow);
       throw new ApiError('method_not_allowed', `${event.req.method} is not allowed here; use ${allow}`);
     }
     return handler(event);
   });
+}
+
+/** HEAD as GET without the body; a streamed body (SSE) is cancelled rather than left holding the connection. */
+async function answerHead(get: Handler, event: H3Event): Promise<unknown> {
+  const result = await get(event);
+  if (!(result instanceof Response)) return result; // serialised by h3; the server sends no body for HEAD
+  await result.body?.cancel();
+  return new Response(null, { status: result.status, statusText: result.statusText, headers: result.headers });
 }
 
 /** A route parameter, decoded once; malformed escapes are a plain not_found. */

@@ -1,14 +1,22 @@
 import { ApiError } from '../../domain/errors.ts';
 import type { Clock } from '../../clock.ts';
 
+/** A slot taken by take(); give it back when the request did not do what is limited. */
+export interface Slot {
+  release(): void;
+}
+
 /**
- * Sliding-window log: at most `limit` hits in any `windowMs` per key. Each key
- * keeps a ring of its last `limit` hit times, so the memory is bounded by the
- * number of keys active in the last window; idle keys are dropped. Counts live
- * in memory only: a restart forgets them, which errs on the merchant's side.
+ * Sliding-window log: at most `limit` slots in any `windowMs` per key. A slot
+ * is taken before the work and released when the work turns out not to count
+ * (the spec limits invoice creations, so a refused request or an idempotent
+ * replay gives its slot back); concurrent requests can never overshoot. Each
+ * key keeps at most `limit` times, idle keys are dropped, so memory is bounded
+ * by the keys active in the last window. Counts live in memory only: a
+ * restart forgets them, which errs on the merchant's side.
  */
 export class SlidingWindowLimiter {
-  readonly #hits = new Map<string, { times: number[]; next: number }>();
+  readonly #hits = new Map<string, number[]>();
   readonly #limit: number;
   readonly #windowMs: number;
   readonly #clock: Clock;
@@ -20,32 +28,39 @@ export class SlidingWindowLimiter {
     this.#clock = clock;
   }
 
-  /** Counts one hit, or throws 429 rate_limited with the seconds until a slot frees. */
-  hit(key: string): void {
+  /** Takes one slot, or throws 429 rate_limited with the seconds until one frees. */
+  take(key: string): Slot {
     const now = this.#clock.now();
     this.#sweep(now);
-    let entry = this.#hits.get(key);
-    if (!entry) this.#hits.set(key, (entry = { times: [], next: 0 }));
-    if (entry.times.length < this.#limit) {
-      entry.times.push(now);
-      return;
-    }
-    const oldest = entry.times[entry.next]!;
-    if (now - oldest < this.#windowMs) {
-      const retryAfter = Math.max(1, Math.ceil((oldest + this.#windowMs - now) / 1000));
+    let times = this.#hits.get(key);
+    if (!times) this.#hits.set(key, (times = []));
+    // Oldest first: drop the ones that have left the window.
+    let expired = 0;
+    while (expired < times.length && now - times[expired]! >= this.#windowMs) expired++;
+    times.splice(0, expired);
+    if (times.length >= this.#limit) {
+      const retryAfter = Math.max(1, Math.ceil((times[0]! + this.#windowMs - now) / 1000));
       throw new ApiError('rate_limited', `more than ${this.#limit} invoice creations per minute on this API key; retry after ${retryAfter} s`, {
         retry_after_seconds: retryAfter,
       });
     }
-    entry.times[entry.next] = now;
-    entry.next = (entry.next + 1) % this.#limit;
+    times.push(now);
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        const i = times.lastIndexOf(now);
+        if (i >= 0) times.splice(i, 1);
+      },
+    };
   }
 
   #sweep(now: number): void {
     if (now - this.#lastSweep < this.#windowMs) return;
     this.#lastSweep = now;
-    for (const [key, entry] of this.#hits) {
-      if (Math.max(...entry.times) <= now - this.#windowMs) this.#hits.delete(key);
+    for (const [key, times] of this.#hits) {
+      if (times.length === 0 || times[times.length - 1]! <= now - this.#windowMs) this.#hits.delete(key);
     }
   }
 }

@@ -36,7 +36,6 @@ export function registerInvoiceRoutes(app: H3, rt: Runtime): void {
   defineRoute(app, '/v1/invoices', {
     POST: async (event) => {
       const caller = requireApiKey(event, ctx);
-      limiter.hit(caller.apiKey.id);
       const idempotencyKey = readIdempotencyKey(event);
       const { value } = await readJsonObject(event);
       const result = await createInvoice(ctx, {
@@ -44,6 +43,7 @@ export function registerInvoiceRoutes(app: H3, rt: Runtime): void {
         idempotencyKey,
         requestHash: hashRequest(value),
         parse: () => parseInvoiceRequest(value),
+        admit: () => limiter.take(caller.apiKey.id),
       });
       const res = json(event, result.status, result.body);
       if (result.replayed) res.headers.set('idempotent-replayed', 'true');
@@ -90,9 +90,21 @@ export function registerInvoiceRoutes(app: H3, rt: Runtime): void {
 
 const LIST_PARAMS = new Set(['limit', 'starting_after', 'ending_before', 'status', 'created_gte', 'created_lte']);
 
-function parseTime(param: string, v: string): number {
-  const ms = /^\d{1,12}$/.test(v) ? Number(v) * 1000 : /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:\d{2}))?$/.test(v) ? Date.parse(v) : NaN;
-  if (!Number.isFinite(ms)) throw invalidField(param, `${param} must be an ISO 8601 time or Unix seconds`);
+const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/;
+
+/**
+ * A created_* filter in epoch ms, from ISO 8601 or Unix seconds. Seconds name
+ * a whole second (created_at has milliseconds), so created_lte=N includes N.999.
+ */
+function parseTime(param: 'created_gte' | 'created_lte', v: string): number {
+  if (/^\d{1,12}$/.test(v)) return Number(v) * 1000 + (param === 'created_lte' ? 999 : 0);
+  const m = ISO_TIME.exec(v);
+  const ms = m ? Date.parse(v) : NaN;
+  // Date.parse rolls 2026-02-30 over into March: a day the month lacks is an error, not a date.
+  const daysInMonth = m ? new Date(Date.UTC(Number(m[1]), Number(m[2]), 0)).getUTCDate() : 0;
+  if (!m || !Number.isFinite(ms) || Number(m[3]) < 1 || Number(m[3]) > daysInMonth) {
+    throw invalidField(param, `${param} must be an ISO 8601 time or Unix seconds`);
+  }
   return ms;
 }
 

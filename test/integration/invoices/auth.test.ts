@@ -1,0 +1,160 @@
+// API key authentication of the invoice routes (spec 5, 7.1) and the store
+// conditions checked with it: archived store, missing xpub, gap limit.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { generateApiKey } from '../../../src/auth/api-keys.ts';
+import { mintApiKey, revokeApiKey } from '../../../src/services/api-keys.ts';
+import { archiveStore, updateStore } from '../../../src/services/stores.ts';
+import { addXpub } from '../../../src/services/xpubs.ts';
+import { runTill } from '../../helpers/cli.ts';
+import { testTpub } from '../../helpers/keys.ts';
+import { call, setupStore, startTestTill, TRANSPORTS, type TestTill } from '../../helpers/till-server.ts';
+import { assertError, assertInvoice, assertWritesNothing, nextIndex, postInvoice, useTill, type ApiResult } from './invoice-api.ts';
+
+const HOUR = 60 * 60 * 1000;
+
+/** Every authenticated invoice route, as the given Authorization header sees it. */
+function everyRoute(till: TestTill, authorization: string | undefined, invoiceId: string): Promise<ApiResult>[] {
+  const headers: Record<string, string> = authorization === undefined ? {} : { authorization };
+  return [
+    call(till, 'POST', '/v1/invoices', { headers, body: { amount_sats: 1000 } }),
+    call(till, 'GET', '/v1/invoices', { headers }),
+    call(till, 'GET', `/v1/invoices/${invoiceId}`, { headers }),
+    call(till, 'POST', `/v1/invoices/${invoiceId}/cancel`, { headers }),
+    call(till, 'POST', `/v1/invoices/${invoiceId}/simulate`, { headers, body: { event: 'paid' } }),
+  ];
+}
+
+for (const transport of TRANSPORTS) {
+  describe(`API key authentication (${transport})`, () => {
+    const till = useTill({ transport });
+
+    const badHeaders = [
+      { name: 'missing Authorization', header: undefined },
+      { name: 'empty Authorization', header: '' },
+      { name: 'Bearer without a key', header: 'Bearer ' },
+      { name: 'malformed key', header: 'Bearer svc_test_short' },
+      { name: 'unknown prefix', header: `Bearer sk_test_${'a'.repeat(32)}` },
+      { name: 'unknown well-formed key', header: `Bearer ${generateApiKey('test')}` },
+      { name: 'Basic scheme', header: `Basic ${Buffer.from('svc_test_x:').toString('base64')}` },
+      { name: 'key without a scheme', header: generateApiKey('test') },
+      { name: 'two keys', header: `Bearer ${generateApiKey('test')} ${generateApiKey('test')}` },
+    ];
+    for (const b of badHeaders) {
+      test(`${b.name} -> 401 api_key_invalid on every route`, async () => {
+        const s = setupStore(till());
+        const inv = assertInvoice(await postInvoice(till(), s.key, { amount_sats: 1000 }));
+        // A real key's invoice, asked for without it: still 401, never a leak.
+        const results = await assertWritesNothing(till(), () => Promise.all(everyRoute(till(), b.header, inv.id)));
+        for (const res of results) assertError(res, 401, 'api_key_invalid');
+      });
+    }
+
+    test('the key in the header is case-sensitive, the scheme is not', async () => {
+      const s = setupStore(till());
+      const ok = await call(till(), 'GET', '/v1/invoices', { headers: { authorization: `bearer ${s.key}` } });
+      assert.equal(ok.status, 200);
+      assert.equal(ok.body.object, 'list');
+      const flipped = s.key.slice(0, -1) + (s.key.endsWith('a') ? 'A' : 'a');
+      assertError(await call(till(), 'GET', '/v1/invoices', { headers: { authorization: `Bearer ${flipped}` } }), 401, 'api_key_invalid');
+    });
+
+    test('revoked through the service while the server runs -> 401 api_key_revoked, other keys unaffected', async () => {
+      const s = setupStore(till());
+      const inv = assertInvoice(await postInvoice(till(), s.key, { amount_sats: 1000 }));
+      const other = mintApiKey(till().rt.ctx, s.storeId, 'test');
+      revokeApiKey(till().rt.ctx, s.keyId);
+      const results = await assertWritesNothing(till(), () => Promise.all(everyRoute(till(), `Bearer ${s.key}`, inv.id)));
+      for (const res of results) assertError(res, 401, 'api_key_revoked');
+      const fetched = await call(till(), 'GET', `/v1/invoices/${inv.id}`, { key: other.key });
+      assert.equal(fetched.status, 200);
+      assert.equal(fetched.body.id, inv.id);
+    });
+
+    test('a test key on a store switched to live, and back -> 401 api_key_wrong_env', async () => {
+      const s = setupStore(till());
+      assertInvoice(await postInvoice(till(), s.key, { amount_sats: 1000 }));
+      updateStore(till().rt.ctx, s.storeId, { mode: 'live' });
+      const res = await assertWritesNothing(till(), () => postInvoice(till(), s.key, { amount_sats: 1000 }));
+      assert.match(assertError(res, 401, 'api_key_wrong_env').message as string, /test key.*live/);
+      assertError(await call(till(), 'GET', '/v1/invoices', { key: s.key }), 401, 'api_key_wrong_env');
+
+      const live = mintApiKey(till().rt.ctx, s.storeId, 'live');
+      updateStore(till().rt.ctx, s.storeId, { mode: 'test' });
+      const liveRes = await assertWritesNothing(till(), () => postInvoice(till(), live.key, { amount_sats: 1000 }));
+      assert.match(assertError(liveRes, 401, 'api_key_wrong_env').message as string, /live key.*test/);
+      assertInvoice(await postInvoice(till(), s.key, { amount_sats: 1000 }));
+    });
+
+    test('archived store -> 404 not_found on every route', async () => {
+      const s = setupStore(till());
+      const inv = assertInvoice(await postInvoice(till(), s.key, { amount_sats: 1000 }));
+      archiveStore(till().rt.ctx, s.storeId);
+      const results = await assertWritesNothing(till(), () => Promise.all(everyRoute(till(), `Bearer ${s.key}`, inv.id)));
+      for (const res of results) assertError(res, 404, 'not_found');
+    });
+
+    test('no active xpub -> 409 no_active_xpub naming the dashboard page and the CLI command', async () => {
+      for (const mode of ['test', 'live'] as const) {
+        const s = setupStore(till(), { mode, xpub: null });
+        const res = await assertWritesNothing(till(), () => postInvoice(till(), s.key, { amount_sats: 1000 }));
+        const message = String(assertError(res, 409, 'no_active_xpub').message);
+        assert.ok(message.includes(`/stores/${s.storeId}/xpubs`), message);
+        assert.ok(message.includes('till xpub add'), message);
+        // Resolved as the message says.
+        addXpub(till().rt.ctx, { storeId: s.storeId, env: mode, key: testTpub(`added-${s.storeId}`) });
+        assertInvoice(await postInvoice(till(), s.key, { amount_sats: 1000 }));
+      }
+    });
+  });
+
+  describe(`gap limit (${transport})`, () => {
+    const till = useTill({ transport });
+
+    test('live, gap_limit 20, no funding: 15 invoices in a row, the 16th -> 409 gap_limit_exceeded and no index handed out', async () => {
+      const s = setupStore(till(), { mode: 'live' });
+      for (let i = 0; i < 15; i++) assertInvoice(await postInvoice(till(), s.key, { amount_sats: 1000 }));
+      assert.equal(nextIndex(till(), s.storeId, 'live'), 15);
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const res = await assertWritesNothing(till(), () => postInvoice(till(), s.key, { amount_sats: 1000 }, { 'idempotency-key': `gap-${attempt}` }));
+        const message = String(assertError(res, 409, 'gap_limit_exceeded').message);
+        assert.match(message, /gap limit \(20\)/);
+      }
+      assert.equal(nextIndex(till(), s.storeId, 'live'), 15);
+    });
+
+    test('funding seen in the last 24 h lets creation past the limit; 24 h later it blocks again', async () => {
+      const s = setupStore(till(), { mode: 'live' });
+      for (let i = 0; i < 15; i++) assertInvoice(await postInvoice(till(), s.key, { amount_sats: 1000 }));
+      assertError(await postInvoice(till(), s.key, { amount_sats: 1000 }), 409, 'gap_limit_exceeded');
+      const xpub = till().rt.ctx.repos.xpubs.findActive(s.storeId, 'live')!;
+      // Index 0 got paid just now: the unfunded run is 14, and funding is recent.
+      till().rt.ctx.repos.xpubs.recordFunding(xpub.id, 0, till().clock.now());
+      for (let i = 0; i < 4; i++) assertInvoice(await postInvoice(till(), s.key, { amount_sats: 1000 }));
+      assert.equal(nextIndex(till(), s.storeId, 'live'), 19);
+      till().clock.advance(24 * HOUR);
+      const res = await assertWritesNothing(till(), () => postInvoice(till(), s.key, { amount_sats: 1000 }));
+      assertError(res, 409, 'gap_limit_exceeded');
+    });
+
+    test('test mode never blocks on the gap limit', async () => {
+      const s = setupStore(till(), { mode: 'test' });
+      const results = await Promise.all(Array.from({ length: 30 }, () => postInvoice(till(), s.key, { amount_sats: 1000 })));
+      for (const res of results) assertInvoice(res);
+      assert.equal(nextIndex(till(), s.storeId, 'test'), 30);
+    });
+  });
+}
+
+describe('revoking with the real CLI while the server runs (socket)', () => {
+  test('`till keys revoke` -> the running server answers 401 api_key_revoked at once', async (t) => {
+    const till = await startTestTill(t);
+    const s = setupStore(till);
+    assertInvoice(await postInvoice(till, s.key, { amount_sats: 1000 }));
+    const cli = await runTill(['keys', 'revoke', s.keyId], { dataDir: till.config.dataDir, env: { TILL_NETWORK: 'regtest' } });
+    assert.equal(cli.code, 0, cli.stderr);
+    assert.match(cli.stdout, new RegExp(`revoked ${s.keyId}`));
+    const res = await assertWritesNothing(till, () => postInvoice(till, s.key, { amount_sats: 1000 }));
+    assertError(res, 401, 'api_key_revoked');
+  });
+});

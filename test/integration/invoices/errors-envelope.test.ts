@@ -1,0 +1,268 @@
+// The error envelope (spec 7, DESIGN "Errors") on every kind of bad request,
+// never a 500, and X-Request-Id on every response, success included. The
+// requests Node's HTTP parser sees first are sent byte for byte on a raw socket.
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+import { describe, test } from 'node:test';
+import { call, setupStore, TRANSPORTS, type TestTill } from '../../helpers/till-server.ts';
+import { assertError, assertInvoice, assertRequestId, assertWritesNothing, postInvoice, useTill, type ApiResult } from './invoice-api.ts';
+
+const LIMIT = 64 * 1024;
+
+/** A JSON object body of exactly `bytes` bytes: a valid invoice plus an unknown filler field. */
+function bodyOfSize(bytes: number): string {
+  const head = '{"amount_sats":1000,"filler":"';
+  const tail = '"}';
+  return head + 'x'.repeat(bytes - head.length - tail.length) + tail;
+}
+
+async function send(till: TestTill, method: string, path: string, key: string | undefined, body: BodyInit | undefined, headers: Record<string, string> = {}): Promise<ApiResult> {
+  const res = await till.request(path, { method, body, headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers } });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // not JSON; the assertion shows the text
+  }
+  return { status: res.status, headers: res.headers, text, body: parsed };
+}
+
+for (const transport of TRANSPORTS) {
+  describe(`error envelope (${transport})`, () => {
+    const till = useTill({ transport });
+    let key = '';
+    let invoiceId = '';
+    test('setup', async () => {
+      key = setupStore(till()).key;
+      invoiceId = assertInvoice(await postInvoice(till(), key, { amount_sats: 1000 })).id;
+    });
+
+    for (const [method, path] of [
+      ['GET', '/'],
+      ['GET', '/nope'],
+      ['POST', '/v1/nope'],
+      ['GET', '/v2/invoices'],
+      ['GET', '/v1/invoices/inv_x/cancel/again'],
+      ['GET', '/v1/invoices/%zz/%'],
+    ]) {
+      test(`unknown route ${method} ${path} -> 404 not_found`, async () => {
+        assertError(await call(till(), method!, path!, { key }), 404, 'not_found');
+        assertError(await call(till(), method!, path!), 404, 'not_found');
+      });
+    }
+
+    for (const [method, path, allow] of [
+      ['DELETE', '/v1/invoices', 'POST, GET, HEAD'],
+      ['PUT', '/v1/invoices', 'POST, GET, HEAD'],
+      ['POST', '/v1/invoices/{id}', 'GET, HEAD'],
+      ['DELETE', '/v1/invoices/{id}', 'GET, HEAD'],
+      ['GET', '/v1/invoices/{id}/cancel', 'POST'],
+      ['PATCH', '/v1/invoices/{id}/simulate', 'POST'],
+      ['OPTIONS', '/v1/invoices', 'POST, GET, HEAD'],
+    ]) {
+      test(`${method} ${path} -> 405 method_not_allowed, Allow: ${allow}`, async () => {
+        const res = await assertWritesNothing(till(), () => call(till(), method!, path!.replace('{id}', invoiceId), { key }));
+        assertError(res, 405, 'method_not_allowed');
+        assert.equal(res.headers.get('allow'), allow);
+      });
+    }
+
+    test('HEAD is answered where GET is', async () => {
+      for (const path of ['/v1/invoices', `/v1/invoices/${invoiceId}`]) {
+        const res = await send(till(), 'HEAD', path, key, undefined);
+        assert.equal(res.status, 200);
+        assertRequestId(res);
+        if (transport === 'socket') assert.equal(res.text, '');
+      }
+    });
+
+    const badBodies: Array<{ name: string; body: BodyInit | undefined; type?: string; status: number; code: string; param?: string }> = [
+      { name: 'malformed JSON', body: '{"amount_sats":', type: 'application/json', status: 400, code: 'validation_error', param: 'body' },
+      { name: 'trailing garbage', body: '{"amount_sats":1000} x', type: 'application/json', status: 400, code: 'validation_error', param: 'body' },
+      { name: 'empty body', body: '', type: 'application/json', status: 400, code: 'validation_error', param: 'body' },
+      { name: 'no body', body: undefined, type: 'application/json', status: 400, code: 'validation_error', param: 'body' },
+      { name: 'JSON array', body: '[{"amount_sats":1000}]', type: 'application/json', status: 400, code: 'validation_error', param: 'body' },
+      { name: 'JSON null', body: 'null', type: 'application/json', status: 400, code: 'validation_error', param: 'body' },
+      { name: 'JSON string', body: '"amount_sats"', type: 'application/json', status: 400, code: 'validation_error', param: 'body' },
+      { name: 'JSON number', body: '1000', type: 'application/json', status: 400, code: 'validation_error', param: 'body' },
+      { name: 'invalid UTF-8', body: new Uint8Array([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d]), type: 'application/json', status: 400, code: 'validation_error', param: 'body' },
+      { name: 'a lone UTF-16 surrogate in UTF-8 (CESU)', body: new Uint8Array([0x7b, 0x22, 0xed, 0xa0, 0x80, 0x22, 0x3a, 0x31, 0x7d]), type: 'application/json', status: 400, code: 'validation_error', param: 'body' },
+      { name: 'nested 20,000 deep', body: `{"amount_sats":1,"metadata":{"a":${'['.repeat(20_000)}${']'.repeat(20_000)}}}`, type: 'application/json', status: 400, code: 'validation_error', param: 'body' },
+      { name: 'text/plain', body: '{"amount_sats":1000}', type: 'text/plain', status: 415, code: 'unsupported_media_type' },
+      { name: 'form encoded', body: 'amount_sats=1000', type: 'application/x-www-form-urlencoded', status: 415, code: 'unsupported_media_type' },
+      { name: 'application/jsonx', body: '{"amount_sats":1000}', type: 'application/jsonx', status: 415, code: 'unsupported_media_type' },
+      { name: 'no Content-Type', body: new TextEncoder().encode('{"amount_sats":1000}'), status: 415, code: 'unsupported_media_type' },
+      { name: `${LIMIT + 1} bytes`, body: bodyOfSize(LIMIT + 1), type: 'application/json', status: 413, code: 'payload_too_large' },
+      { name: '1 MiB', body: bodyOfSize(2 ** 20), type: 'application/json', status: 413, code: 'payload_too_large' },
+      // Exactly the limit is read and judged: the filler field is unknown.
+      { name: `exactly ${LIMIT} bytes`, body: bodyOfSize(LIMIT), type: 'application/json', status: 400, code: 'validation_error', param: 'filler' },
+    ];
+    for (const b of badBodies) {
+      test(`POST /v1/invoices with ${b.name} -> ${b.status} ${b.code}`, async () => {
+        const res = await assertWritesNothing(till(), () => send(till(), 'POST', '/v1/invoices', key, b.body, b.type ? { 'content-type': b.type } : {}));
+        assertError(res, b.status, b.code, b.param);
+      });
+    }
+
+    test('the Content-Type may carry a charset and any case', async () => {
+      for (const type of ['application/json; charset=utf-8', 'Application/JSON', 'application/json;charset=UTF-8']) {
+        assertInvoice(await send(till(), 'POST', '/v1/invoices', key, '{"amount_sats":1000}', { 'content-type': type }));
+      }
+    });
+
+    test('the key is checked before the body is read: no key and a bad body -> 401', async () => {
+      assertError(await send(till(), 'POST', '/v1/invoices', undefined, bodyOfSize(LIMIT + 1), { 'content-type': 'text/plain' }), 401, 'api_key_invalid');
+    });
+
+    test('X-Request-Id on every success, a fresh UUID each time', async () => {
+      const results = [
+        await postInvoice(till(), key, { amount_sats: 1000 }, { 'idempotency-key': 'rid' }),
+        await postInvoice(till(), key, { amount_sats: 1000 }, { 'idempotency-key': 'rid' }),
+        await call(till(), 'GET', '/v1/invoices', { key }),
+        await call(till(), 'GET', `/v1/invoices/${invoiceId}`, { key }),
+        await call(till(), 'POST', `/v1/invoices/${invoiceId}/simulate`, { key, body: { event: 'payment_detected' } }),
+        await call(till(), 'POST', `/v1/invoices/${invoiceId}/cancel`, { key }),
+        await call(till(), 'GET', '/healthz'),
+      ];
+      for (const res of results) assert.ok(res.status === 200 || res.status === 201, res.text.slice(0, 200));
+      const ids = results.map(assertRequestId);
+      assert.equal(new Set(ids).size, ids.length);
+    });
+
+    test('a client X-Request-Id does not replace the server one', async () => {
+      const res = await call(till(), 'GET', '/v1/nope', { headers: { 'x-request-id': 'client-chosen' } });
+      assert.notEqual(assertError(res, 404, 'not_found').request_id, 'client-chosen');
+    });
+  });
+}
+
+/** One request written byte for byte; resolves with the first response, parsed. */
+function rawRequest(url: string, bytes: Buffer | string, timeoutMs = 5000): Promise<ApiResult> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    let received = Buffer.alloc(0);
+    const timer = setTimeout(() => finish(new Error(`no complete response within ${timeoutMs} ms: ${received.toString('latin1').slice(0, 300)}`)), timeoutMs);
+    const finish = (error?: Error) => {
+      clearTimeout(timer);
+      socket.destroy();
+      if (error) reject(error);
+    };
+    socket.on('error', () => {}); // the server may close while we still write; the answer is what counts
+    socket.on('data', (chunk) => {
+      received = Buffer.concat([received, chunk]);
+      const parsed = parseResponse(received);
+      if (parsed) {
+        finish();
+        resolve(parsed);
+      }
+    });
+    socket.on('close', () => finish(new Error(`closed without a complete response: ${received.toString('latin1').slice(0, 300)}`)));
+    socket.write(bytes);
+  });
+}
+
+/** An HTTP/1.1 response from its bytes, or null while incomplete (Content-Length or chunked bodies). */
+function parseResponse(bytes: Buffer): ApiResult | null {
+  const end = bytes.indexOf('\r\n\r\n');
+  if (end < 0) return null;
+  const [statusLine, ...lines] = bytes.subarray(0, end).toString('latin1').split('\r\n');
+  const headers = new Headers(lines.map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()] as [string, string]));
+  let rest = bytes.subarray(end + 4);
+  let body: Buffer;
+  if (headers.get('transfer-encoding') === 'chunked') {
+    const chunks: Buffer[] = [];
+    for (;;) {
+      const eol = rest.indexOf('\r\n');
+      if (eol < 0) return null;
+      const size = parseInt(rest.subarray(0, eol).toString('latin1'), 16);
+      if (rest.length < eol + 2 + size + 2) return null;
+      if (size === 0) break;
+      chunks.push(rest.subarray(eol + 2, eol + 2 + size));
+      rest = rest.subarray(eol + 2 + size + 2);
+    }
+    body = Buffer.concat(chunks);
+  } else {
+    const length = Number(headers.get('content-length') ?? NaN);
+    if (!(rest.length >= length)) return null;
+    body = rest.subarray(0, length);
+  }
+  const text = body.toString('utf8');
+  return { status: Number(statusLine!.split(' ')[1]), headers, text, body: JSON.parse(text) };
+}
+
+describe('bodies Node parses first, on a raw socket (socket)', () => {
+  const till = useTill();
+  let key = '';
+  const head = (extra: string) =>
+    `POST /v1/invoices HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n${extra}\r\n`;
+  const chunked = (body: string, chunkSize = 8192) => {
+    let out = '';
+    for (let i = 0; i < body.length; i += chunkSize) {
+      const part = body.slice(i, i + chunkSize);
+      out += `${Buffer.byteLength(part).toString(16)}\r\n${part}\r\n`;
+    }
+    return `${out}0\r\n\r\n`;
+  };
+
+  test('setup', () => {
+    key = setupStore(till()).key;
+  });
+
+  test('a small chunked body without Content-Length creates the invoice', async () => {
+    const res = await rawRequest(till().url, head('Transfer-Encoding: chunked\r\nConnection: close\r\n') + chunked('{"amount_sats":1000}', 5));
+    assertInvoice(res);
+  });
+
+  test('a chunked body over 64 KiB without Content-Length -> 413 payload_too_large', async () => {
+    const res = await assertWritesNothing(till(), () =>
+      rawRequest(till().url, head('Transfer-Encoding: chunked\r\nConnection: close\r\n') + chunked(bodyOfSize(LIMIT + 1))),
+    );
+    assertError(res, 413, 'payload_too_large');
+  });
+
+  test('a declared Content-Length over 64 KiB -> 413 at once, without waiting for the body', async () => {
+    const res = await assertWritesNothing(till(), () => rawRequest(till().url, head(`Content-Length: ${LIMIT + 1}\r\n`) + '{"amount_sats":', 2000));
+    assertError(res, 413, 'payload_too_large');
+  });
+
+  test('Content-Length beside Transfer-Encoding: chunked -> 400 validation_error envelope', async () => {
+    const res = await assertWritesNothing(till(), () =>
+      rawRequest(till().url, head('Content-Length: 5\r\nTransfer-Encoding: chunked\r\n') + chunked('{"amount_sats":1000}')),
+    );
+    assertError(res, 400, 'validation_error');
+  });
+
+  test('a Content-Length shorter than the body -> 400 validation_error envelope', async () => {
+    const res = await assertWritesNothing(till(), () => rawRequest(till().url, head('Content-Length: 10\r\n') + bodyOfSize(LIMIT + 1)));
+    assertError(res, 400, 'validation_error');
+  });
+
+  test('a malformed chunk size -> 400 validation_error envelope', async () => {
+    const res = await assertWritesNothing(till(), () => rawRequest(till().url, head('Transfer-Encoding: chunked\r\n') + 'zz\r\n{}\r\n0\r\n\r\n'));
+    assertError(res, 400, 'validation_error');
+  });
+
+  test('a keep-alive connection serves the next request after a 413', async () => {
+    const first = head('Transfer-Encoding: chunked\r\n') + chunked(bodyOfSize(LIMIT + 100));
+    const second = head('Content-Length: 20\r\nConnection: close\r\n') + '{"amount_sats":1000}';
+    const { hostname, port } = new URL(till().url);
+    const statuses = await new Promise<number[]>((resolve, reject) => {
+      const socket = connect(Number(port), hostname);
+      let text = '';
+      const timer = setTimeout(() => {
+        socket.destroy();
+        reject(new Error(`timeout: ${text.slice(0, 300)}`));
+      }, 5000);
+      socket.on('data', (d) => (text += d.toString('latin1')));
+      socket.on('error', () => {});
+      socket.on('close', () => {
+        clearTimeout(timer);
+        resolve([...text.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map((m) => Number(m[1])));
+      });
+      socket.write(first + second);
+    });
+    assert.deepEqual(statuses, [413, 201]);
+  });
+});
