@@ -75,8 +75,11 @@ function payOnTime(invoice: Invoice, now: number): Transition {
 
 function expireNow(invoice: Invoice, now: number): Transition {
   if (invoice.status !== 'pending') throw refuse(invoice, 'expired');
-  const due = { ...invoice, expiresAt: Math.min(invoice.expiresAt, now) };
-  const result = transition(due, { kind: 'tick' }, now);
+  // Expiry is pulled back to now, but never before a payment already seen:
+  // one detected in this very millisecond was on time.
+  const lastSeen = Math.max(-Infinity, ...invoice.payments.map((p) => p.firstSeenAt));
+  const due = { ...invoice, expiresAt: Math.min(invoice.expiresAt, Math.max(now, lastSeen + 1)) };
+  const result = transition(due, { kind: 'tick' }, Math.max(now, due.expiresAt));
   if (result.invoice.status === 'pending') throw refuseWaiting(invoice, 'expired');
   return result;
 }
@@ -85,7 +88,8 @@ function payLate(invoice: Invoice, now: number): Transition {
   const expiry = invoice.status === 'pending' ? expireNow(invoice, now) : { invoice, events: [] };
   const expired = expiry.invoice;
   if (expired.status !== 'expired' || isFullyExpired(expired, now)) throw refuse(expired, 'late_paid');
-  const paid = transition(expired, { kind: 'payments', payments: confirmAndTopUp(expired, now) }, now);
+  const at = Math.max(now, expired.expiresAt);
+  const paid = transition(expired, { kind: 'payments', payments: confirmAndTopUp(expired, at) }, at);
   return { invoice: paid.invoice, events: [...expiry.events, ...paid.events] };
 }
 

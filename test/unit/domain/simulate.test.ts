@@ -307,3 +307,23 @@ describe('simulate: refusals', () => {
     });
   }
 });
+
+describe('simulate: events in the same millisecond', () => {
+  const now = T0 + 10 * MINUTE;
+  const pending = makeInvoice({ expiresAt: T0 + 30 * MINUTE });
+
+  test('a payment detected this millisecond covers the invoice: it cannot be expired', () => {
+    const detected = simulate(pending, 'payment_detected', now).invoice;
+    assert.throws(() => simulate(detected, 'expired', now), (e: ApiError) => e.code === 'invoice_already_paid');
+  });
+
+  test('an underpayment detected this millisecond was on time; the invoice expires after it', () => {
+    const partial = { ...pending, payments: [mempool('a', AMOUNT / 2, now)] };
+    const expired = simulate(partial, 'expired', now).invoice;
+    assert.equal(expired.status, 'expired');
+    assert.ok(expired.payments[0]!.firstSeenAt < expired.expiresAt, 'the payment counts as on time');
+    const late = simulate(partial, 'late_paid', now);
+    assert.equal(late.invoice.status, 'late_paid');
+    assert.deepEqual(late.events.map((e) => e.type), ['invoice.expired', 'invoice.payment_detected', 'invoice.late_paid']);
+  });
+});
