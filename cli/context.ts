@@ -5,14 +5,14 @@ import { openDatabase } from '../src/db/connection.ts';
 import { createContext, type Context } from '../src/services/context.ts';
 
 /** The config from defaults, file, environment and this invocation's flags. */
-export function configFrom(cmd: Command, extra: { demo?: boolean } = {}): Config {
+export function configFrom(cmd: Command, extra: { demo?: boolean; ignoreFile?: boolean } = {}): Config {
   const opts = cmd.optsWithGlobals() as Record<string, unknown>;
   const flags: Partial<Record<keyof Config, unknown>> = {};
   for (const s of SETTINGS) {
     const v = opts[s.key];
     if (v !== undefined) flags[s.key] = v;
   }
-  return loadConfig({ flags, demo: extra.demo });
+  return loadConfig({ flags, demo: extra.demo, ignoreFile: extra.ignoreFile });
 }
 
 /** Opens the data directory for a one-shot admin command; closes it on exit. */

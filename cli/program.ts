@@ -3,6 +3,7 @@ import { SETTINGS } from '../src/config.ts';
 import { VERSION } from '../src/version.ts';
 import { configCommand } from './commands/config.ts';
 import { deliveriesCommand } from './commands/deliveries.ts';
+import { initCommand } from './commands/init.ts';
 import { webhooksCommand } from './commands/webhooks.ts';
 import { keysCommand } from './commands/keys.ts';
 import { serveCommand } from './commands/serve.ts';
@@ -20,6 +21,7 @@ export function buildProgram(): Command {
   for (const s of SETTINGS) {
     program.addOption(new Option(`--${s.flag} <value>`, `${s.description} [env ${s.env}]`).hideHelp(!['dataDir', 'network', 'host', 'port', 'publicUrl', 'rates', 'logLevel'].includes(s.key)));
   }
+  program.addCommand(initCommand());
   program.addCommand(serveCommand());
   program.addCommand(storeCommand());
   program.addCommand(xpubCommand());

@@ -167,6 +167,8 @@ export interface LoadOptions {
   flags?: Partial<Record<keyof Config, unknown>>;
   env?: NodeJS.ProcessEnv;
   demo?: boolean;
+  /** Leave till.toml out (init, which replaces it). */
+  ignoreFile?: boolean;
 }
 
 function readNested(obj: Record<string, unknown>, dotted: string): unknown {
@@ -211,7 +213,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
   const dataDir = resolve(
     String(flags.dataDir ?? env[dataDirSetting.env] ?? DEFAULTS.dataDir),
   );
-  const file = readConfigFile(dataDir);
+  const file = opts.ignoreFile ? null : readConfigFile(dataDir);
   if (file) {
     const unknown = listFileKeys(file.values).filter((k) => !KNOWN_FILE_KEYS.has(k));
     if (unknown.length) throw new ConfigError(`${file.path}: unknown setting ${unknown.map((k) => `"${k}"`).join(', ')}`);

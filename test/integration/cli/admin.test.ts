@@ -127,3 +127,23 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     assert.match(version.stdout, /^\d+\.\d+\.\d+\n$/);
   });
 });
+
+describe('till init', () => {
+  test('--yes writes the given settings to till.toml, which later commands read; it will not overwrite without --force', async (t) => {
+    const dataDir = tempDir(t);
+    const r = await runTill(['--json', '--network', 'signet', '--port', '9100', '--public-url', 'https://pay.example.com', 'init', '--yes'], { dataDir, env: { TILL_RPC_PASSWORD: 'pw-secret' } });
+    assert.equal(r.code, 0, r.stderr);
+    const written = JSON.parse(r.stdout);
+    // The harness sets TILL_LOG_LEVEL=silent: the environment counts as given, like the flags.
+    assert.deepEqual(written.settings, { network: 'signet', port: 9100, public_url: 'https://pay.example.com', log_level: 'silent', bitcoind: { rpc_password: 'pw-secret' } });
+    const shown = await tillJson(['config', 'show'], { dataDir });
+    assert.equal(shown.network, 'signet');
+    assert.equal(shown.port, 9100);
+    assert.equal(shown['bitcoind.rpc_password'], '********');
+    const again = await runTill(['init', '--yes'], { dataDir });
+    assert.notEqual(again.code, 0);
+    assert.match(again.stderr, /till\.toml exists/);
+    assert.equal((await runTill(['init', '--yes', '--force'], { dataDir })).code, 0);
+    assert.equal((await tillJson(['config', 'show'], { dataDir })).network, 'main', 'forced init with no flags writes the defaults');
+  });
+});

@@ -1,0 +1,122 @@
+import * as p from '@clack/prompts';
+import { Command } from 'commander';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { stringify } from 'smol-toml';
+import { Bitcoind } from '../../src/bitcoin/bitcoind.ts';
+import { cookiePathFor, createRpcClient, rpcUrlFor } from '../../src/bitcoin/node-connection.ts';
+import { systemClock } from '../../src/clock.ts';
+import { DEFAULTS, NETWORKS, SETTINGS, type Config } from '../../src/config.ts';
+import { openDatabase } from '../../src/db/connection.ts';
+import { mintApiKey } from '../../src/services/api-keys.ts';
+import { createContext } from '../../src/services/context.ts';
+import { createStore } from '../../src/services/stores.ts';
+import { addXpub } from '../../src/services/xpubs.ts';
+import { configFrom } from '../context.ts';
+import { emit } from '../output.ts';
+
+// First-time setup. On a terminal it asks; with --yes (or no terminal, as in
+// scripts) it takes the flags and environment as they are. Either way it
+// writes till.toml with the settings that differ from the defaults.
+
+/** The settings that differ from the defaults, as the nested table till.toml holds. */
+function fileTable(config: Config): Record<string, unknown> {
+  const table: Record<string, unknown> = {};
+  for (const s of SETTINGS) {
+    if (s.key === 'dataDir' || config[s.key] === DEFAULTS[s.key]) continue;
+    const parts = s.file.split('.');
+    let at = table;
+    for (const part of parts.slice(0, -1)) at = (at[part] ??= {}) as Record<string, unknown>;
+    at[parts.at(-1)!] = config[s.key];
+  }
+  return table;
+}
+
+/** A prompt's answer; Ctrl-C (cancel) ends setup without writing anything. */
+function answer<T>(value: T): Exclude<T, symbol> {
+  if (p.isCancel(value)) {
+    p.cancel('Nothing was written.');
+    process.exit(1);
+  }
+  return value as Exclude<T, symbol>;
+}
+
+async function ask(config: Config): Promise<Config> {
+  p.intro('Till setup');
+  const network = answer(await p.select({
+    message: 'Which Bitcoin network does your node run?',
+    options: NETWORKS.map((n) => ({ value: n, label: n })),
+    initialValue: config.network,
+  }));
+  const port = Number(answer(await p.text({
+    message: 'Port to listen on (Till listens on 127.0.0.1 only; put a TLS proxy in front for buyers)',
+    initialValue: String(config.port),
+    validate: (v) => (/^\d{1,5}$/.test(v ?? '') && Number(v) <= 65535 ? undefined : 'a port from 0 to 65535'),
+  })));
+  const publicUrl = answer(await p.text({
+    message: 'Public URL buyers reach Till at (empty: the listen address)',
+    initialValue: config.publicUrl,
+    validate: (v) => (!v || /^https?:\/\/\S+$/.test(v) ? undefined : 'an http(s) URL, or empty'),
+  }));
+  const next: Config = { ...config, network, port, publicUrl: publicUrl.replace(/\/+$/, '') };
+  const rpcUrl = answer(await p.text({ message: 'bitcoind RPC URL', initialValue: rpcUrlFor(next) }));
+  const cookie = answer(await p.text({ message: 'bitcoind cookie file (RPC credentials)', initialValue: cookiePathFor(next) }));
+  const withNode: Config = { ...next, rpcUrl: rpcUrl === rpcUrlFor(next) ? '' : rpcUrl, rpcCookieFile: cookie === cookiePathFor(next) ? '' : cookie };
+  const spin = p.spinner();
+  spin.start('Asking bitcoind');
+  try {
+    const info = await new Bitcoind(createRpcClient(withNode)).getChainInfo();
+    spin.stop(`bitcoind answers: chain ${info.chain}, ${info.blocks} blocks${info.initialBlockDownload ? ' (still syncing)' : ''}`);
+  } catch (err) {
+    spin.stop(`bitcoind did not answer (${(err as Error).message}); the settings are kept, Till will keep trying`);
+  }
+  return withNode;
+}
+
+async function firstStore(config: Config): Promise<void> {
+  if (!answer(await p.confirm({ message: 'Create your first store now?', initialValue: true }))) return;
+  const db = openDatabase(config.dataDir, { synchronous: config.synchronous });
+  try {
+    const ctx = createContext(db, systemClock, config);
+    const name = answer(await p.text({ message: 'Store name (shown to buyers)', validate: (v) => (v?.trim() ? undefined : 'a name') }));
+    const mode = answer(await p.select({ message: 'Mode', options: [{ value: 'live' as const, label: 'live: real payments' }, { value: 'test' as const, label: 'test: simulated invoices' }] }));
+    const { store, callbackSecret } = createStore(ctx, { name, mode });
+    for (;;) {
+      const key = answer(await p.text({ message: `Your wallet's extended public key (xpub/zpub/… or a descriptor) for ${mode} invoices` }));
+      try {
+        const added = addXpub(ctx, { storeId: store.id, env: mode, key });
+        p.note(added.firstAddresses.map((a, i) => `0/${i}  ${a}`).join('\n'), 'First receive addresses: they must match your wallet');
+        if (answer(await p.confirm({ message: 'Do they match?' }))) break;
+      } catch (err) {
+        p.log.error((err as Error).message);
+      }
+    }
+    const { key } = mintApiKey(ctx, store.id, mode);
+    p.note(`API key:          ${key}\nCallback secret:  ${callbackSecret}`, 'Shown once: store them now');
+  } finally {
+    db.close();
+  }
+}
+
+export function initCommand(): Command {
+  return new Command('init')
+    .description('first-time setup: write till.toml (asks on a terminal; --yes takes the flags as given)')
+    .option('-y, --yes', 'do not ask: write the settings given by flags and environment')
+    .option('--force', 'overwrite an existing till.toml')
+    .action(async function (this: Command) {
+      const o = this.opts();
+      let config = configFrom(this, { ignoreFile: true });
+      const path = join(config.dataDir, 'till.toml');
+      if (existsSync(path) && !o.force) this.error(`${path} exists; edit it, or run init --force to replace it`);
+      const interactive = !o.yes && process.stdin.isTTY && process.stdout.isTTY;
+      if (interactive) config = await ask(config);
+      mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+      writeFileSync(path, `# Written by till init. Every setting: docs/CONFIG.md\n${stringify(fileTable(config))}\n`, { mode: 0o600 });
+      if (interactive) {
+        await firstStore(config);
+        p.outro(`Wrote ${path}. Start Till with: npm run till -- serve --data-dir ${config.dataDir}`);
+      } else {
+        emit(this.optsWithGlobals(), { path, settings: fileTable(config) }, () => `wrote ${path}`);
+      }
+    });
+}
