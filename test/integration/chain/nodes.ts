@@ -69,6 +69,8 @@ export async function startRealNode(binary: string): Promise<ChainNode> {
   const child: ChildProcess = spawn(binary, [
     '-regtest', `-datadir=${dir}`, '-server', '-listen=0', `-port=${p2pPort}`, `-rpcport=${rpcPort}`, '-rpcbind=127.0.0.1', '-rpcallowip=127.0.0.1',
     `-zmqpubsequence=${zmq}`, `-zmqpubrawtx=${zmq}`, `-zmqpubhashblock=${zmq}`, '-fallbackfee=0.0002', '-printtoconsole=0', '-dnsseed=0', '-fixedseeds=0',
+    // Each payment spends confirmed coins only, so each can be replaced on its own (as the fake's wallet does).
+    '-spendzeroconfchange=0',
   ], { stdio: 'ignore' });
   const cookieFile = join(dir, 'regtest', '.cookie');
   const rpc = new RpcClient({ url: `http://127.0.0.1:${rpcPort}`, credentials: () => readCookieFile(cookieFile), timeoutMs: 30_000 });
@@ -85,7 +87,8 @@ export async function startRealNode(binary: string): Promise<ChainNode> {
   await rpc.call('createwallet', ['till-tests']);
   const wallet = new RpcClient({ url: `http://127.0.0.1:${rpcPort}/wallet/till-tests`, credentials: () => readCookieFile(cookieFile) });
   const own = (await wallet.call('getnewaddress')) as string;
-  await rpc.call('generatetoaddress', [101, own]);
+  // 150 blocks: 50 mature coinbases to pay from.
+  await rpc.call('generatetoaddress', [150, own]);
   /** A fee-bumped replacement that pays the same amount to the wallet itself instead. */
   const spendBack = async (txid: string): Promise<string> => {
     const tx = (await wallet.call('gettransaction', [txid])) as { amount: number };
