@@ -1,0 +1,272 @@
+// The invoice API under HTTP load: creation, fetch by id and a list page,
+// against the real server (`till serve` in its own process, durable commits,
+// request log on), driven by wrk from a second process. A bare h3 JSON echo
+// server on the same stack is measured in the same run as the ceiling.
+// Run: node scripts/bench/invoices.ts
+import Database from 'better-sqlite3';
+import { systemClock } from '../../src/clock.ts';
+import { openDatabase } from '../../src/db/connection.ts';
+import { parseInvoiceRequest } from '../../src/domain/invoice-request.ts';
+import { authenticateApiKey, mintApiKey, type Caller } from '../../src/services/api-keys.ts';
+import { createContext, type Context } from '../../src/services/context.ts';
+import { createInvoice, hashRequest } from '../../src/services/invoices.ts';
+import { createStore } from '../../src/services/stores.ts';
+import { addXpub } from '../../src/services/xpubs.ts';
+import { testTpub } from '../../test/helpers/keys.ts';
+import { freePort, readMemoryMiB, startNode, waitForHttp, type NodeChild } from './support/children.ts';
+import { makeTempDir } from './support/cleanup.ts';
+import { measureDurableCommit } from './support/disk.ts';
+import { prefillPools } from './support/pools.ts';
+import { explainMiss, printResults, round, type BenchRow } from './support/results.ts';
+import { BENCH_ENV, benchConfig, insertInvoiceRows, openSeedContext } from './support/seed.ts';
+import { ensureWrk, rotatingKeysScript, runWrk, type WrkResult } from './support/wrk.ts';
+
+const STORES = 64;
+const KEYS_PER_STORE = 32;
+const DRY_STORES = 8;
+const DRY_KEYS_PER_STORE = 64;
+const LIST_INVOICES = 1_000_000;
+const CREATE_TARGET = 10_000;
+const WARMUP_S = 2;
+const RUN_S = 10;
+const DRY_RUN_S = 5;
+const SERVICE_RUN_S = 3;
+const CONNECTIONS = 64;
+const BODY = '{"amount_sats":1000}';
+/** The server's own refill loop tops pools up to this many ahead (address_pool_size default). */
+const SERVER_POOL_SIZE = 200;
+/** Pre-derived per xpub: enough for the target rate over the in-process and HTTP runs with warm-ups, plus the server's own margin. */
+const POOL_PER_XPUB = Math.ceil((CREATE_TARGET * (2 * WARMUP_S + RUN_S + SERVICE_RUN_S) * 1.1) / STORES) + SERVER_POOL_SIZE;
+
+interface Prepared {
+  keys: string[];
+  dryKeys: string[];
+  listKey: string;
+  listInvoiceId: string;
+  poolXpubIds: string[];
+}
+
+function log(msg: string): void {
+  console.error(`invoices: ${msg}`);
+}
+
+/** Test-mode stores, each with its own tpub and `keysPer` keys; keys come back interleaved across stores. */
+function makeStores(ctx: Context, count: number, keysPer: number, label: string): { keys: string[]; xpubIds: string[] } {
+  const perStore: string[][] = [];
+  const xpubIds: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const { store } = createStore(ctx, { name: `${label} ${i}`, mode: 'test' });
+    xpubIds.push(addXpub(ctx, { storeId: store.id, env: 'test', key: testTpub(`bench-${label}-${i}`) }).xpub.id);
+    perStore.push(Array.from({ length: keysPer }, () => mintApiKey(ctx, store.id, 'test').key));
+  }
+  // Round-robin over the list visits every store in turn.
+  return { keys: Array.from({ length: keysPer }, (_, k) => perStore.map((keys) => keys[k]!)).flat(), xpubIds };
+}
+
+async function prepare(dataDir: string): Promise<Prepared> {
+  const ctx = openSeedContext(dataDir);
+  let prepared: Prepared;
+  try {
+    const main = makeStores(ctx, STORES, KEYS_PER_STORE, 'create');
+    const dry = makeStores(ctx, DRY_STORES, DRY_KEYS_PER_STORE, 'dry');
+    const { store } = createStore(ctx, { name: 'list', mode: 'test' });
+    const { xpub } = addXpub(ctx, { storeId: store.id, env: 'test', key: testTpub('bench-list') });
+    const listKey = mintApiKey(ctx, store.id, 'test').key;
+    log(`inserting ${LIST_INVOICES.toLocaleString('en-US')} invoices for the list store`);
+    const now = ctx.clock.now();
+    insertInvoiceRows(ctx.db, {
+      storeId: store.id, xpubId: xpub.id, livemode: false, count: LIST_INVOICES,
+      createdFrom: now - LIST_INVOICES, expiresAt: now + 86_400_000, addressPrefix: 'bench-list-',
+    });
+    const newest = ctx.db.prepare('SELECT id FROM invoices WHERE store_id = ? ORDER BY id DESC LIMIT 1').get(store.id) as { id: string };
+    prepared = { keys: main.keys, dryKeys: dry.keys, listKey, listInvoiceId: newest.id, poolXpubIds: main.xpubIds };
+  } finally {
+    ctx.db.close();
+  }
+  log(`pre-deriving ${POOL_PER_XPUB} addresses for each of ${STORES} xpubs`);
+  await prefillPools(dataDir, prepared.poolXpubIds, POOL_PER_XPUB);
+  return prepared;
+}
+
+/** Warm-up (JIT, caches, connections), then the measured run. */
+async function measure(url: string, opts: Parameters<typeof runWrk>[1], durationS = RUN_S): Promise<WrkResult> {
+  await runWrk(url, { ...opts, durationS: WARMUP_S, connections: CONNECTIONS });
+  return runWrk(url, { ...opts, durationS, connections: CONNECTIONS });
+}
+
+function errorsNote(r: WrkResult): string {
+  const bad = [r.non2xx ? `${r.non2xx} responses were not 2xx` : '', r.socketErrors ?? ''].filter(Boolean);
+  return bad.length ? ` WARNING: ${bad.join('; ')}: the figure includes failed requests.` : '';
+}
+
+/** Smallest number of pooled addresses any of the xpubs had left. */
+function poolLeft(dataDir: string, xpubIds: string[]): number {
+  const db = new Database(`${dataDir}/till.db`, { readonly: true });
+  try {
+    const count = db.prepare('SELECT COUNT(*) AS n FROM address_pool WHERE xpub_id = ?');
+    return Math.min(...xpubIds.map((id) => (count.get(id) as { n: number }).n));
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * The same creation through the service in this process, no HTTP: 64
+ * concurrent callers, one per store, through the group-committed write queue.
+ * Tells the cost of the stack apart from the cost of the write path.
+ */
+async function measureServiceCreation(dataDir: string, keys: string[]): Promise<number> {
+  const db = openDatabase(dataDir);
+  try {
+    const ctx = createContext(db, systemClock, benchConfig(dataDir));
+    const callers = keys.slice(0, CONNECTIONS).map((k) => authenticateApiKey(ctx, `Bearer ${k}`));
+    const body = JSON.parse(BODY) as Record<string, unknown>;
+    const create = (caller: Caller) => createInvoice(ctx, { caller, parse: () => parseInvoiceRequest(body), requestHash: hashRequest(body), idempotencyKey: null });
+    const run = async (ms: number) => {
+      let created = 0;
+      const deadline = performance.now() + ms;
+      await Promise.all(callers.map(async (caller) => {
+        while (performance.now() < deadline) {
+          await create(caller);
+          created++;
+        }
+      }));
+      return created;
+    };
+    await run(WARMUP_S * 1000);
+    const started = performance.now();
+    const created = await run(SERVICE_RUN_S * 1000);
+    return Math.round((created * 1000) / (performance.now() - started));
+  } finally {
+    db.close();
+  }
+}
+
+async function startEcho(): Promise<{ child: NodeChild; url: string }> {
+  const port = await freePort();
+  const child = startNode(['scripts/bench/echo-server.ts', '--port', String(port)]);
+  const url = `http://127.0.0.1:${port}`;
+  await waitForHttp(`${url}/echo`, child);
+  return { child, url };
+}
+
+async function startTill(dataDir: string): Promise<{ child: NodeChild; url: string }> {
+  const port = await freePort();
+  // Request logging stays on, as in production; its lines go to /dev/null.
+  const child = startNode(['cli/till.ts', 'serve', '--data-dir', dataDir, '--port', String(port)], { env: { ...BENCH_ENV } });
+  const url = `http://127.0.0.1:${port}`;
+  await waitForHttp(`${url}/healthz`, child);
+  return { child, url };
+}
+
+export async function runInvoicesBench(): Promise<BenchRow[]> {
+  ensureWrk();
+  const dir = makeTempDir('till-bench-invoices-');
+  let echo: { child: NodeChild; url: string } | null = null;
+  let till: { child: NodeChild; url: string } | null = null;
+  try {
+    const commit = measureDurableCommit(dir.path);
+    const p = await prepare(dir.path);
+    const scriptDir = dir.path;
+    const createScript = (keys: string[]) => rotatingKeysScript('POST', '/v1/invoices', BODY, keys);
+
+    log('creation in-process');
+    const service = await measureServiceCreation(dir.path, p.keys);
+    log('echo ceiling');
+    echo = await startEcho();
+    const echoRun = await measure(`${echo.url}/echo`, { scriptDir, script: rotatingKeysScript('POST', '/echo', BODY, p.keys) });
+    await echo.child.stop();
+    echo = null;
+
+    till = await startTill(dir.path);
+    log('creation');
+    const create = await measure(`${till.url}/v1/invoices`, { scriptDir, script: createScript(p.keys) });
+    const left = poolLeft(dir.path, p.poolXpubIds);
+    log('GET by id');
+    const auth = { authorization: `Bearer ${p.listKey}` };
+    const byId = await measure(`${till.url}/v1/invoices/${p.listInvoiceId}`, { headers: auth });
+    log('list page');
+    const list = await measure(`${till.url}/v1/invoices?limit=20`, { headers: auth });
+    const memory = readMemoryMiB(till.child.proc.pid!);
+    log('creation with dry pools');
+    const dry = await measure(`${till.url}/v1/invoices`, { scriptDir, script: createScript(p.dryKeys) }, DRY_RUN_S);
+
+    const wrkSetup = `wrk -t1 -c${CONNECTIONS} -d${RUN_S}s --latency after a ${WARMUP_S} s warm-up, server in its own process (synchronous=FULL, request log on, stdout to /dev/null)`;
+    const perKey = Math.ceil((create.requests / p.keys.length) * (60 / (WARMUP_S + RUN_S)));
+    const dryNote = left === 0 ? ` WARNING: a pool ran dry during the run (derivation in line), so the figure understates creation from pooled addresses.` : '';
+    const rows: BenchRow[] = [
+      {
+        name: 'invoice creation, POST /v1/invoices',
+        value: Math.round(create.requestsPerSec),
+        unit: 'req/s',
+        target: `≥ ${CREATE_TARGET}`,
+        note:
+          `${wrkSetup}; body ${BODY}, ${p.keys.length} API keys over ${STORES} test stores rotated per request (about ${perKey}/min per key, under the 100/min limit). ` +
+          `Addresses came from pools pre-derived with refillAddressPool (${POOL_PER_XPUB} per xpub; fewest left after the run: ${left}).${dryNote}${errorsNote(create)}`,
+      },
+      { name: 'invoice creation p99', value: round(create.p99Ms, 2), unit: 'ms', target: '≤ 10', note: `p50 ${round(create.p50Ms, 2)} ms at ${CONNECTIONS} connections.` },
+      {
+        name: 'bare h3 JSON echo (ceiling)',
+        value: Math.round(echoRun.requestsPerSec),
+        unit: 'req/s',
+        note: `scripts/bench/echo-server.ts (h3 on crossws serve, same stack as src/http/server.ts) answering POST /echo with the JSON body it read; same wrk settings, body and headers; p99 ${round(echoRun.p99Ms, 2)} ms.${errorsNote(echoRun)}`,
+      },
+      { name: 'creation / echo', value: round(create.requestsPerSec / echoRun.requestsPerSec, 2), unit: 'ratio', target: '≥ 0.25' },
+      {
+        name: 'invoice creation in-process, no HTTP',
+        value: service,
+        unit: 'creations/s',
+        note: `createInvoice through the service in the bench process, ${CONNECTIONS} callers (one per store) awaiting in a loop for ${SERVICE_RUN_S} s after a ${WARMUP_S} s warm-up: the write path (group commit, synchronous=FULL) without the HTTP stack, webhook dispatcher or request log.`,
+      },
+      {
+        name: 'invoice creation, pools dry',
+        value: Math.round(dry.requestsPerSec),
+        unit: 'req/s',
+        note: `${DRY_STORES} stores whose pools were empty after warm-up: each creation derives its address in line while the server's refill loop derives more; the sustained rate once pools run dry is bounded by derivation (~5,000-7,000 addresses/s on one core, see the derive bench). ${DRY_RUN_S} s run, p99 ${round(dry.p99Ms, 2)} ms.${errorsNote(dry)}`,
+      },
+      {
+        name: 'GET /v1/invoices/:id',
+        value: Math.round(byId.requestsPerSec),
+        unit: 'req/s',
+        target: '≥ 20000',
+        note: `One existing invoice of the store holding ${LIST_INVOICES.toLocaleString('en-US')} invoices; p99 ${round(byId.p99Ms, 2)} ms.${errorsNote(byId)}`,
+      },
+      {
+        name: 'GET /v1/invoices?limit=20',
+        value: Math.round(list.requestsPerSec),
+        unit: 'req/s',
+        target: '≥ 10000',
+        note: `First page of a store with ${LIST_INVOICES.toLocaleString('en-US')} invoices (inserted with SQL, synthetic unique addresses); p99 ${round(list.p99Ms, 2)} ms.${errorsNote(list)}`,
+      },
+      {
+        name: 'server RSS after load',
+        value: Math.round(memory.rss),
+        unit: 'MiB',
+        note: `VmRSS of the till serve process after the creation, fetch and list runs (peak VmHWM ${Math.round(memory.peak)} MiB); the 1M-invoice database is on disk, not in the process.`,
+      },
+      {
+        name: 'durable commit, 1 row (p99)',
+        value: round(commit.p99, 2),
+        unit: 'ms',
+        note: `What the disk gives every durable write: a one-row SQLite commit with WAL and synchronous=FULL in the bench's temp dir, 200 commits; p50 ${round(commit.p50, 2)} ms.`,
+      },
+    ];
+    const commits = `each creation costs ~270 µs of the event loop inside its batch transaction (profiled: a savepoint per queued write, whose touched pages SQLite copies to a sub-journal file; the invoice row and its 7 indexes; the event row with the whole invoice as JSON), and each batch is followed by a second write transaction of the webhook dispatcher; the in-process row is the write path without HTTP (docs/PERFORMANCE.md).`;
+    const belowCeiling = (target: number) =>
+      echoRun.requestsPerSec < target ? `the bare echo on this machine only does ${Math.round(echoRun.requestsPerSec)} req/s, so no handler on this stack can reach it here; besides, ` : '';
+    const why: Record<string, string> = {
+      'invoice creation, POST /v1/invoices': belowCeiling(CREATE_TARGET) + commits,
+      'invoice creation p99': 'of the same causes as invoice creation (see its note).',
+      'creation / echo': 'of the same causes as invoice creation (see its note).',
+      'GET /v1/invoices/:id': `${belowCeiling(20_000)}each fetch makes three SQLite reads (key, invoice, its payments, the last sorted through a temporary B-tree: ~20 µs even with no payments) and writes a log line.`,
+      'GET /v1/invoices?limit=20': `${belowCeiling(10_000)}the page loads the payments of each of its 21 rows with a query of its own, each sorted through a temporary B-tree (~20-25 µs even for no payments): ~0.5-0.8 ms of SQLite a page.`,
+    };
+    return rows.map((row) => (why[row.name] ? explainMiss(row, why[row.name]!) : row));
+  } finally {
+    await echo?.child.stop();
+    await till?.child.stop();
+    dir.remove();
+  }
+}
+
+if (import.meta.main) printResults('invoices', await runInvoicesBench());
