@@ -121,6 +121,9 @@ export function createInvoicesRepo(db: Db) {
   const watched = db.prepare<[number], { rowid: number; script_hex: string }>(
     'SELECT rowid, script_hex FROM invoices WHERE watch_until IS NULL OR watch_until > ?',
   );
+  const versions = db.prepare<[string], { id: string; version: number }>(
+    'SELECT i.id, i.version FROM invoices i JOIN json_each(?) j ON i.id = j.value',
+  );
   const watchedAddresses = db.prepare<[number], { address: string }>(
     'SELECT address FROM invoices WHERE watch_until IS NULL OR watch_until > ?',
   );
@@ -169,8 +172,24 @@ export function createInvoicesRepo(db: Db) {
      ORDER BY expires_at LIMIT ?`,
   );
 
+  const paymentsOfMany = db.prepare<[string], PaymentRow>(
+    'SELECT * FROM payments WHERE invoice_id IN (SELECT value FROM json_each(?)) ORDER BY invoice_id, first_seen_at, txid, vout',
+  );
+
   function load(row: InvoiceRow | undefined): StoredInvoice | null {
     return row ? toInvoice(row, paymentsOf.all(row.id).map(toPayment)) : null;
+  }
+
+  /** Several invoices with their payments in two queries, not one per invoice. */
+  function loadMany(rows: InvoiceRow[]): StoredInvoice[] {
+    if (rows.length === 0) return [];
+    const byInvoice = new Map<string, Payment[]>();
+    for (const p of paymentsOfMany.all(JSON.stringify(rows.map((r) => r.id)))) {
+      let list = byInvoice.get(p.invoice_id);
+      if (!list) byInvoice.set(p.invoice_id, (list = []));
+      list.push(toPayment(p));
+    }
+    return rows.map((r) => toInvoice(r, byInvoice.get(r.id) ?? []));
   }
 
   const listCache = new Map<string, ReturnType<typeof db.prepare<unknown[], InvoiceRow>>>();
@@ -204,6 +223,10 @@ export function createInvoicesRepo(db: Db) {
     *iterateWatched(now: number): IterableIterator<{ rowid: number; scriptHex: string }> {
       for (const r of watched.iterate(now)) yield { rowid: r.rowid, scriptHex: r.script_hex };
     },
+    /** The current version of each of these invoices. */
+    versionsOf(ids: string[]): Array<{ id: string; version: number }> {
+      return versions.all(JSON.stringify(ids));
+    },
     listWatchedAddresses(now: number): string[] {
       return watchedAddresses.all(now).map((r) => r.address);
     },
@@ -212,13 +235,13 @@ export function createInvoicesRepo(db: Db) {
       return unwatchedSince.all(from, to).map((r) => ({ rowid: r.rowid, scriptHex: r.script_hex }));
     },
     listWithPaymentsFromHeight(height: number): StoredInvoice[] {
-      return withPaymentsAbove.all(height).map((r) => load(r)!);
+      return loadMany(withPaymentsAbove.all(height));
     },
     listWithMempoolPayments(): StoredInvoice[] {
-      return withMempoolPayments.all().map((r) => load(r)!);
+      return loadMany(withMempoolPayments.all());
     },
     listWithPaymentsInBlock(hash: string): StoredInvoice[] {
-      return withBlockPayments.all(hash).map((r) => load(r)!);
+      return loadMany(withBlockPayments.all(hash));
     },
     /** Confirmation counts of payments mined in the last `depth` blocks, as of `tip`. */
     refreshConfirmations(tip: number, depth: number): void {
@@ -259,11 +282,11 @@ export function createInvoicesRepo(db: Db) {
       if (q.startingAfter) params.push(q.startingAfter);
       if (q.endingBefore) params.push(q.endingBefore);
       params.push(q.limit + 1);
-      return listStatement(q, reverse).all(...params).map((r) => load(r)!);
+      return loadMany(listStatement(q, reverse).all(...params));
     },
     /** Pending invoices whose time is up; live ones only when includeLive. */
     duePending(now: number, limit: number, includeLive: boolean): StoredInvoice[] {
-      return duePending.all(now, includeLive ? 1 : 0, limit).map((r) => load(r)!);
+      return loadMany(duePending.all(now, includeLive ? 1 : 0, limit));
     },
   };
 }

@@ -6,6 +6,7 @@ export type MetaRepo = ReturnType<typeof createMetaRepo>;
 export function createMetaRepo(db: Db) {
   const get = db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?');
   const del = db.prepare<[string]>('DELETE FROM meta WHERE key = ?');
+  const dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck();
   const set = db.prepare<[string, string]>(
     'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value',
   );
@@ -15,6 +16,10 @@ export function createMetaRepo(db: Db) {
     },
     set(key: string, value: string): void {
       set.run(key, value);
+    },
+    /** Moves when another connection (another process) commits: a cheap "did anything change?". */
+    dataVersion(): number {
+      return dataVersion.get()!;
     },
     delete(key: string): void {
       del.run(key);

@@ -25,6 +25,7 @@ export const ERROR_STATUS = {
   gone: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  upgrade_required: 426,
   rate_limited: 429,
   chain_syncing: 503,
   disk_full: 503,

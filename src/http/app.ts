@@ -2,17 +2,24 @@ import { H3 } from 'h3';
 import { ApiError } from '../domain/errors.ts';
 import type { Runtime } from '../runtime.ts';
 import { requestContext } from './middleware/request-context.ts';
+import { registerCheckoutRoutes } from './routes/checkout.ts';
 import { registerHealthRoutes } from './routes/health.ts';
 import { registerInvoiceRoutes } from './routes/invoices.ts';
+import { registerOpenApiRoute } from './routes/openapi.ts';
 import { registerWebhookRoutes } from './routes/webhooks.ts';
 
 /** The whole HTTP surface as an h3 app: usable in-process (app.request) or served on a socket. */
 export function createApp(rt: Runtime): H3 {
-  const app = new H3({ silent: true });
+  // A malformed escape (/v1/invoices/%zz) reaches our routes instead of h3's
+  // own 400 (not the error envelope, no X-Request-Id): routeParam answers it
+  // with not_found, and unknown paths with the 404 below.
+  const app = new H3({ silent: true, allowMalformedURL: true });
   app.use(requestContext(rt.logger));
   registerHealthRoutes(app, rt);
+  registerOpenApiRoute(app);
   registerInvoiceRoutes(app, rt);
   registerWebhookRoutes(app, rt);
+  registerCheckoutRoutes(app, rt);
   app.all('/**', (event) => {
     throw new ApiError('not_found', `no route for ${event.req.method} ${event.url.pathname}`);
   });

@@ -26,6 +26,32 @@ const AUTH: ErrorCode[] = ['api_key_invalid', 'api_key_revoked', 'api_key_wrong_
 const BODY: ErrorCode[] = ['validation_error', 'unsupported_media_type', 'payload_too_large'];
 const idParam = (name: string, description: string) => ({ name, in: 'path', required: true, schema: { type: 'string' }, description });
 
+const invoiceProperties = {
+  id: { type: 'string', pattern: '^inv_' },
+  object: { const: 'invoice' },
+  livemode: { type: 'boolean' },
+  store_id: { type: 'string' },
+  status: { type: 'string', enum: INVOICE_STATUSES },
+  amount_sats: { type: 'integer' },
+  amount: nullable('string', { description: 'USD with two decimals, when priced in fiat' }),
+  currency: nullable('string', { enum: ['USD', null] }),
+  rate: { oneOf: [{ type: 'null' }, { type: 'object', properties: { usd_per_btc: { type: 'string' }, source: { type: 'string' }, fetched_at: { type: 'string', format: 'date-time' } } }] },
+  address: { type: 'string' },
+  payment_uri: { type: 'string', description: 'BIP21' },
+  amount_received_sats: { type: 'integer' },
+  amount_confirmed_sats: { type: 'integer' },
+  confirmations_required: { type: 'integer' },
+  payments: { type: 'array', items: ref('Payment') },
+  expires_at: { type: 'string', format: 'date-time' },
+  created_at: { type: 'string', format: 'date-time' },
+  paid_at: nullable('string', { format: 'date-time' }),
+  cancelled_at: nullable('string', { format: 'date-time' }),
+  expired_at: nullable('string', { format: 'date-time' }),
+  metadata: { type: 'object', additionalProperties: { type: 'string' } },
+  callback_url: nullable('string'),
+  checkout_url: { type: 'string' },
+};
+
 const schemas = {
   Error: {
     type: 'object',
@@ -56,34 +82,7 @@ const schemas = {
       first_seen_at: { type: 'string', format: 'date-time' },
     },
   },
-  Invoice: {
-    type: 'object',
-    properties: {
-      id: { type: 'string', pattern: '^inv_' },
-      object: { const: 'invoice' },
-      livemode: { type: 'boolean' },
-      store_id: { type: 'string' },
-      status: { type: 'string', enum: INVOICE_STATUSES },
-      amount_sats: { type: 'integer' },
-      amount: nullable('string', { description: 'USD with two decimals, when priced in fiat' }),
-      currency: nullable('string', { enum: ['USD', null] }),
-      rate: { oneOf: [{ type: 'null' }, { type: 'object', properties: { usd_per_btc: { type: 'string' }, source: { type: 'string' }, fetched_at: { type: 'string', format: 'date-time' } } }] },
-      address: { type: 'string' },
-      payment_uri: { type: 'string', description: 'BIP21' },
-      amount_received_sats: { type: 'integer' },
-      amount_confirmed_sats: { type: 'integer' },
-      confirmations_required: { type: 'integer' },
-      payments: { type: 'array', items: ref('Payment') },
-      expires_at: { type: 'string', format: 'date-time' },
-      created_at: { type: 'string', format: 'date-time' },
-      paid_at: nullable('string', { format: 'date-time' }),
-      cancelled_at: nullable('string', { format: 'date-time' }),
-      expired_at: nullable('string', { format: 'date-time' }),
-      metadata: { type: 'object', additionalProperties: { type: 'string' } },
-      callback_url: nullable('string'),
-      checkout_url: { type: 'string' },
-    },
-  },
+  Invoice: { type: 'object', properties: invoiceProperties },
   InvoiceCreate: {
     type: 'object',
     additionalProperties: false,
@@ -102,8 +101,13 @@ const schemas = {
     properties: { object: { const: 'list' }, url: { type: 'string' }, has_more: { type: 'boolean' }, data: { type: 'array', items: ref('Invoice') } },
   },
   CheckoutInvoice: {
-    description: 'The public invoice without metadata and callback_url, plus the store branding.',
-    allOf: [ref('Invoice'), { type: 'object', properties: { store: { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' }, logo_url: nullable('string'), brand_color: nullable('string') } } } }],
+    description: 'The public invoice without metadata and callback_url (merchant data stays private), plus the store branding and the server time for the countdown.',
+    type: 'object',
+    properties: {
+      ...Object.fromEntries(Object.entries(invoiceProperties).filter(([k]) => k !== 'metadata' && k !== 'callback_url')),
+      store: { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' }, logo_url: nullable('string'), brand_color: nullable('string') } },
+      server_time: { type: 'string', format: 'date-time' },
+    },
   },
   WebhookEndpoint: {
     type: 'object',
@@ -240,10 +244,14 @@ export const OPENAPI_DOCUMENT = {
       get: { summary: 'Public checkout snapshot (CORS *)', parameters: [invoiceId], responses: { '200': { description: 'invoice and branding', ...json(ref('CheckoutInvoice')) }, ...errors('not_found') } },
     },
     '/pay/invoices/{id}/events': {
-      get: { summary: 'Server-Sent Events: `event: invoice` with the snapshot on connect and on every change', parameters: [invoiceId], responses: { '200': { description: 'text/event-stream' }, ...errors('not_found', 'stream_limit_reached') } },
+      get: {
+        summary: 'Server-Sent Events: `event: invoice` with the snapshot on connect and on every change',
+        parameters: [invoiceId, { name: 'Last-Event-ID', in: 'header', schema: { type: 'string' }, description: 'the invoice version last received' }],
+        responses: { '200': { description: 'text/event-stream' }, '204': { description: 'the invoice is final and the client already has that state: stop reconnecting' }, ...errors('not_found', 'stream_limit_reached') },
+      },
     },
     '/pay/invoices/{id}/stream': {
-      get: { summary: 'WebSocket: {"type":"invoice","data":…} on connect and on every change', parameters: [invoiceId], responses: { '101': { description: 'upgraded' }, ...errors('not_found', 'stream_limit_reached') } },
+      get: { summary: 'WebSocket: {"type":"invoice","data":…} on connect and on every change', parameters: [invoiceId], responses: { '101': { description: 'upgraded' }, ...errors('not_found', 'upgrade_required', 'stream_limit_reached') } },
     },
     '/checkout/{id}': { get: { summary: 'Hosted checkout page', parameters: [invoiceId], responses: { '200': { description: 'HTML' }, ...errors('not_found') } } },
     '/checkout/{id}/qr.svg': { get: { summary: 'QR code of the BIP21 payment URI', parameters: [invoiceId], responses: { '200': { description: 'SVG' }, ...errors('not_found') } } },

@@ -1,5 +1,8 @@
+import { getWebSocketHooks, type Hooks, type WSOptions } from 'crossws';
 import { serve } from 'crossws/server';
 import type { H3 } from 'h3';
+import type { Duplex } from 'node:stream';
+import { answerClientError } from './internal/client-error.ts';
 
 export interface HttpServer {
   url: string;
@@ -7,16 +10,51 @@ export interface HttpServer {
   close(): Promise<void>;
 }
 
+export interface ListenOptions {
+  /**
+   * crossws options (e.g. `options.node.idleTimeout`, the ping period in
+   * seconds, 30 by default). Unless `resolve` is given, an upgrade request is
+   * routed through the app like any request: a `defineWebSocketHandler` route
+   * answers with its hooks, anything else (404, 503 stream limit, ...) is sent
+   * back as the HTTP answer.
+   */
+  websocket?: WSOptions;
+}
+
 /** Serves the app on a real socket (crossws's serve also upgrades WebSockets). */
-export async function listen(app: H3, host: string, port: number): Promise<HttpServer> {
-  const server = serve({ fetch: app.fetch, hostname: host, port, silent: true, gracefulShutdown: false });
+export async function listen(app: H3, host: string, port: number, opts: ListenOptions = {}): Promise<HttpServer> {
+  const websocket: WSOptions = { resolve: (req) => resolveThroughApp(app, req), ...opts.websocket };
+  const server = serve({ fetch: app.fetch, hostname: host, port, silent: true, gracefulShutdown: false, websocket });
+  server.node?.server?.on('clientError', answerClientError);
   await server.ready();
+  // Upgraded sockets leave the HTTP server's books: closing it neither ends
+  // them nor finishes while they are open. Track them to drop them on close.
+  const upgraded = new Set<Duplex>();
+  server.node?.server?.on('upgrade', (_req, socket: Duplex) => {
+    upgraded.add(socket);
+    socket.once('close', () => upgraded.delete(socket));
+  });
   const address = server.node?.server?.address();
   const boundPort = typeof address === 'object' && address ? address.port : port;
   const h = host.includes(':') ? `[${host}]` : host;
   return {
     url: `http://${h}:${boundPort}`,
     port: boundPort,
-    close: () => server.close(true),
+    close: async () => {
+      for (const socket of upgraded) socket.destroy();
+      await server.close(true);
+    },
   };
+}
+
+async function resolveThroughApp(app: H3, req: Request): Promise<Partial<Hooks>> {
+  const res = (await app.fetch(req)) as Response & { crossws?: Partial<Hooks> };
+  // h3 puts the hooks on the request as well: middleware that rebuilds the
+  // response (to add headers) drops the `crossws` property, the request keeps it.
+  const hooks = getWebSocketHooks(req) ?? res.crossws;
+  if (hooks) {
+    await res.body?.cancel().catch(() => {});
+    return hooks;
+  }
+  return { upgrade: () => res };
 }

@@ -1,4 +1,3 @@
-import type { Statement } from 'better-sqlite3';
 import type { Context } from './context.ts';
 
 /**
@@ -12,17 +11,11 @@ export class ExternalChanges {
   readonly #ctx: Context;
   /** Invoice id -> how many streams watch it and the newest version published. */
   readonly #watched = new Map<string, { watchers: number; version: number }>();
-  readonly #dataVersion: Statement<[], number>;
-  readonly #versions: Statement<[string], { id: string; version: number }>;
   #lastDataVersion: number;
 
   constructor(ctx: Context) {
     this.#ctx = ctx;
-    this.#dataVersion = ctx.db.prepare<[], number>('PRAGMA data_version').pluck();
-    this.#versions = ctx.db.prepare<[string], { id: string; version: number }>(
-      'SELECT i.id, i.version FROM invoices i JOIN json_each(?) j ON i.id = j.value',
-    );
-    this.#lastDataVersion = this.#dataVersion.get()!;
+    this.#lastDataVersion = ctx.repos.meta.dataVersion();
     // In-process writers publish their own changes: remember those versions so
     // they are not published a second time.
     ctx.feed.subscribeAll((inv) => {
@@ -58,12 +51,12 @@ export class ExternalChanges {
 
   /** One look at the database; returns how many invoices were published. */
   poll(): number {
-    const dataVersion = this.#dataVersion.get()!;
+    const dataVersion = this.#ctx.repos.meta.dataVersion();
     if (dataVersion === this.#lastDataVersion) return 0;
     this.#lastDataVersion = dataVersion;
     if (this.#watched.size === 0) return 0;
-    const moved = this.#versions
-      .all(JSON.stringify([...this.#watched.keys()]))
+    const moved = this.#ctx.repos.invoices
+      .versionsOf([...this.#watched.keys()])
       .filter((row) => row.version > (this.#watched.get(row.id)?.version ?? Infinity));
     let published = 0;
     for (const { id } of moved) {

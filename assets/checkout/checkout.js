@@ -1,0 +1,303 @@
+// Till's hosted checkout. It reads the invoice id from its own URL, shows the
+// payment request, and follows the invoice live through the public /pay API:
+// Server-Sent Events first, WebSocket when SSE does not work, polling as the
+// last resort. No dependencies, no inline code (the page's CSP forbids it),
+// and only textContent is ever written: store names are not trusted as HTML.
+// `?transport=sse|ws|poll` forces one transport (for testing the fallbacks).
+
+const SATS_PER_BTC = 100_000_000;
+const POLL_MS = { pending: 5000, waiting: 30000 };
+const SSE_FIRST_MESSAGE_MS = 10000;
+const WS_RETRIES = 3;
+
+const $ = (id) => document.getElementById(id);
+const main = $('checkout');
+const invoiceId = decodeURIComponent(location.pathname.split('/').filter(Boolean).pop() || '');
+// Relative to /checkout/<id>: works behind a proxy that mounts Till under a sub-path.
+const apiUrl = new URL(`../pay/invoices/${encodeURIComponent(invoiceId)}`, location.href);
+const forced = new URLSearchParams(location.search).get('transport');
+
+let current = null;
+/** Server clock minus this device's clock, from the snapshot's server_time. */
+let clockOffsetMs = 0;
+let countdownTimer = null;
+let stopLive = () => {};
+
+/** Exact BTC text from integer sats (no floating point). */
+function btc(sats) {
+  const whole = Math.floor(sats / SATS_PER_BTC);
+  return `${whole}.${String(sats % SATS_PER_BTC).padStart(8, '0')}`;
+}
+
+const satsFormat = new Intl.NumberFormat('en-US');
+
+function leastConfirmations(inv) {
+  const counting = inv.payments.filter((p) => p.status !== 'replaced');
+  if (counting.length === 0) return 0;
+  return Math.min(inv.confirmations_required, ...counting.map((p) => p.confirmations));
+}
+
+/** What the buyer should know now: a state for styling, a headline and a detail line. */
+function describe(inv) {
+  const due = inv.amount_sats;
+  const got = inv.amount_received_sats;
+  const waiting = `Waiting for confirmations: ${leastConfirmations(inv)} of ${inv.confirmations_required}.`;
+  switch (inv.status) {
+    case 'paid':
+      return { state: 'paid', title: 'Paid', detail: 'Thank you. Your payment is confirmed.' };
+    case 'late_paid':
+      return { state: 'paid', title: 'Paid after expiry', detail: 'Your payment arrived after the invoice expired and has been accepted.' };
+    case 'cancelled':
+      return { state: 'cancelled', title: 'Invoice cancelled', detail: 'Do not send a payment. Ask the merchant for a new invoice.' };
+    case 'expired':
+      if (got >= due) return { state: 'detected', title: 'Payment detected after expiry', detail: waiting };
+      if (got > 0) {
+        return { state: 'underpaid', title: 'Expired: underpaid', detail: `Received ${btc(got)} of ${btc(due)} BTC. Contact the merchant about a refund.` };
+      }
+      return { state: 'expired', title: 'Invoice expired', detail: 'Do not send a payment to this address. Ask the merchant for a new invoice.' };
+    default:
+      if (got >= due) return { state: 'detected', title: 'Payment detected', detail: waiting };
+      if (got > 0) {
+        return { state: 'partial', title: 'Partly paid', detail: `Received ${btc(got)} of ${btc(due)} BTC. Send the remaining ${btc(due - got)} BTC.` };
+      }
+      return { state: 'pending', title: 'Waiting for payment', detail: 'Scan the code with your wallet, or copy the address and amount.' };
+  }
+}
+
+/** The buyer has nothing more to wait for: live updates stop. */
+function isSettled(inv) {
+  return inv.status === 'paid' || inv.status === 'late_paid' || inv.status === 'cancelled';
+}
+
+function setText(id, text) {
+  const el = $(id);
+  if (el.textContent !== text) el.textContent = text;
+}
+
+/** Readable text on the brand colour: black or white by its luminance. */
+function textOn(hex) {
+  const [r, g, b] = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16) / 255).map((c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4));
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.179 ? '#000000' : '#ffffff';
+}
+
+function renderStore(store, livemode) {
+  setText('store-name', store.name);
+  document.title = `Pay ${store.name}`;
+  const logo = $('store-logo');
+  if (store.logo_url && logo.getAttribute('src') !== store.logo_url) {
+    logo.addEventListener('error', () => (logo.hidden = true), { once: true });
+    logo.src = store.logo_url;
+    logo.hidden = false;
+  }
+  if (store.brand_color && /^#[0-9a-fA-F]{6}$/.test(store.brand_color)) {
+    document.documentElement.style.setProperty('--brand', store.brand_color);
+    document.documentElement.style.setProperty('--on-brand', textOn(store.brand_color));
+  }
+  $('test-mode').hidden = livemode;
+}
+
+function render(inv) {
+  current = inv;
+  clockOffsetMs = Date.parse(inv.server_time) - Date.now();
+  const { state, title, detail } = describe(inv);
+  main.dataset.state = state;
+  main.setAttribute('aria-busy', 'false');
+  renderStore(inv.store, inv.livemode);
+  setText('status', title);
+  setText('status-detail', detail);
+
+  const dueSats = state === 'partial' ? inv.amount_sats - inv.amount_received_sats : inv.amount_sats;
+  setText('amount-btc', btc(dueSats));
+  setText('amount-sats', `${satsFormat.format(dueSats)} sats`);
+  setText('amount-fiat', inv.amount && inv.currency && state !== 'partial' ? `≈ ${inv.amount} ${inv.currency}` : '');
+  $('address').value = inv.address;
+  $('amount').value = btc(dueSats);
+  setText('invoice-id', inv.id);
+
+  const payable = state === 'pending' || state === 'partial';
+  const qr = $('qr');
+  // The server encodes what is still due; a new amount means a new code.
+  const qrSrc = `${encodeURIComponent(inv.id)}/qr.svg?due=${dueSats}`;
+  if (qr.getAttribute('src') !== qrSrc) qr.src = qrSrc;
+  qr.hidden = !payable;
+  const wallet = $('open-wallet');
+  wallet.href = state === 'partial' ? `bitcoin:${inv.address}?amount=${btc(dueSats)}` : inv.payment_uri;
+  wallet.hidden = !payable;
+  for (const id of ['copy-address', 'copy-amount']) $(id).disabled = !payable;
+
+  updateCountdown();
+  if (isSettled(inv)) stopLive();
+}
+
+function updateCountdown() {
+  const inv = current;
+  const show = inv && inv.status === 'pending' && inv.amount_received_sats < inv.amount_sats;
+  const box = $('countdown');
+  box.classList.toggle('is-hidden', !show);
+  if (!show) {
+    clearInterval(countdownTimer);
+    countdownTimer = null;
+    return;
+  }
+  countdownTimer ??= setInterval(updateCountdown, 1000);
+  const left = Math.max(0, Date.parse(inv.expires_at) - (Date.now() + clockOffsetMs));
+  const s = Math.floor(left / 1000);
+  const hh = Math.floor(s / 3600);
+  const mm = String(Math.floor((s % 3600) / 60)).padStart(hh ? 2 : 1, '0');
+  const ss = String(s % 60).padStart(2, '0');
+  setText('countdown-label', left > 0 ? 'Expires in' : 'Expiring');
+  setText('countdown-time', left > 0 ? (hh ? `${hh}:${mm}:${ss}` : `${mm}:${ss}`) : '…');
+  $('countdown-time').dateTime = `PT${s}S`;
+}
+
+function showProblem(state, title, detail) {
+  main.dataset.state = state;
+  main.setAttribute('aria-busy', 'false');
+  setText('status', title);
+  setText('status-detail', detail);
+}
+
+async function fetchSnapshot() {
+  const res = await fetch(apiUrl, { cache: 'no-store' });
+  if (res.status === 404) return null;
+  if (!res.ok) throw new Error(`HTTP ${res.status}`);
+  return res.json();
+}
+
+// Live transports. Each calls `fallback()` only if it never delivered a
+// snapshot (blocked by a proxy, not supported); once it has worked, the
+// server ending it means the invoice is final.
+
+function viaEventSource(fallback) {
+  const es = new EventSource(new URL(`${apiUrl.pathname}/events`, location.href));
+  let delivered = false;
+  const watchdog = setTimeout(() => {
+    // A buffering proxy holds the stream back: try the next transport.
+    if (!delivered) stop(), fallback();
+  }, SSE_FIRST_MESSAGE_MS);
+  const stop = () => {
+    clearTimeout(watchdog);
+    es.close();
+  };
+  es.addEventListener('invoice', (e) => {
+    delivered = true;
+    render(JSON.parse(e.data));
+  });
+  es.addEventListener('error', () => {
+    // CONNECTING: the browser reconnects by itself. CLOSED: it gave up,
+    // which after a delivery means the server said "final" (204).
+    if (es.readyState !== EventSource.CLOSED) return;
+    stop();
+    if (!delivered) fallback();
+  });
+  return stop;
+}
+
+function viaWebSocket(fallback) {
+  let ws = null;
+  let delivered = false;
+  let stopped = false;
+  let tries = 0;
+  const connect = () => {
+    const url = new URL(`${apiUrl.pathname}/stream`, location.href);
+    url.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
+    ws = new WebSocket(url);
+    ws.addEventListener('message', (e) => {
+      const msg = JSON.parse(e.data);
+      if (msg.type !== 'invoice') return;
+      delivered = true;
+      tries = 0;
+      render(msg.data);
+    });
+    ws.addEventListener('close', (e) => {
+      if (stopped || e.code === 1000) return;
+      if (e.code === 4404) return showNotFound();
+      if (!delivered || ++tries > WS_RETRIES) return fallback();
+      setTimeout(connect, 1000 * 2 ** tries);
+    });
+  };
+  connect();
+  return () => {
+    stopped = true;
+    ws?.close();
+  };
+}
+
+function viaPolling() {
+  let timer = null;
+  let stopped = false;
+  const tick = async () => {
+    try {
+      const inv = await fetchSnapshot();
+      if (stopped) return;
+      if (!inv) return showNotFound();
+      render(inv);
+    } catch {
+      // Offline for a moment: the next tick tries again.
+    }
+    if (!stopped && !isSettled(current ?? { status: 'pending' })) {
+      timer = setTimeout(tick, current?.status === 'pending' ? POLL_MS.pending : POLL_MS.waiting);
+    }
+  };
+  timer = setTimeout(tick, POLL_MS.pending);
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+}
+
+function goLive() {
+  const chain = { sse: ['sse', 'ws', 'poll'], ws: ['ws', 'poll'], poll: ['poll'] }[forced] ?? ['sse', 'ws', 'poll'];
+  const start = (i) => {
+    const kind = chain[i];
+    main.dataset.transport = kind;
+    const next = () => start(i + 1);
+    if (kind === 'sse' && 'EventSource' in window) stopLive = viaEventSource(next);
+    else if (kind === 'ws' && 'WebSocket' in window) stopLive = viaWebSocket(next);
+    else if (kind === 'poll') stopLive = viaPolling();
+    else next();
+  };
+  start(0);
+}
+
+function showNotFound() {
+  stopLive();
+  showProblem('notfound', 'Invoice not found', 'Check the link you were given, or ask the merchant for a new one.');
+}
+
+async function copy(button) {
+  const input = $(button.dataset.copy);
+  const label = button.dataset.copy === 'address' ? 'Address' : 'Amount';
+  try {
+    await navigator.clipboard.writeText(input.value);
+  } catch {
+    // No clipboard API (plain http): select the text for the buyer instead.
+    input.focus();
+    input.select();
+    if (!document.execCommand('copy')) {
+      setText('copy-feedback', `${label} selected: copy it with your keyboard`);
+      return;
+    }
+  }
+  button.textContent = 'Copied';
+  setText('copy-feedback', `${label} copied`);
+  setTimeout(() => (button.textContent = 'Copy'), 2000);
+}
+
+async function start() {
+  for (const b of document.querySelectorAll('button[data-copy]')) b.addEventListener('click', () => copy(b));
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const inv = await fetchSnapshot();
+      if (!inv) return showNotFound();
+      render(inv);
+      break;
+    } catch {
+      showProblem('offline', 'Cannot reach the payment server', 'Retrying…');
+      await new Promise((r) => setTimeout(r, Math.min(30000, 1000 * 2 ** attempt)));
+    }
+  }
+  if (!isSettled(current)) goLive();
+}
+
+start();

@@ -1,0 +1,43 @@
+import { toIso } from '../../clock.ts';
+import type { StoredInvoice } from '../../db/invoices.ts';
+import type { Invoice } from '../../domain/invoice.ts';
+import { isFullyExpired } from '../../domain/invoice-state.ts';
+import { invoiceView } from '../../domain/invoice-view.ts';
+import type { Store } from '../../domain/store.ts';
+
+/**
+ * The public checkout snapshot: the body of GET /pay/invoices/:id and the data
+ * of every stream message. It is the public invoice without `metadata` and
+ * `callback_url` (merchants put order details and internal URLs there, and the
+ * invoice id is a link a buyer may share), plus the store's branding and the
+ * server's clock, so a countdown does not trust the buyer's clock.
+ */
+export function checkoutView(inv: StoredInvoice, store: Store, baseUrl: string, now: number) {
+  const { metadata: _metadata, callback_url: _callbackUrl, ...view } = invoiceView(inv, baseUrl);
+  return {
+    ...view,
+    store: { id: store.id, name: store.name, logo_url: store.logoUrl, brand_color: store.brandColor },
+    server_time: toIso(now),
+  };
+}
+
+export type CheckoutView = ReturnType<typeof checkoutView>;
+
+/**
+ * Nothing the buyer waits for can change any more, so streams close: paid,
+ * late_paid, cancelled, and expired once the late window is over. An expired
+ * invoice inside its late window is not final: a late payment still turns it
+ * into late_paid.
+ */
+export function isFinalForCheckout(inv: Invoice, now: number): boolean {
+  switch (inv.status) {
+    case 'paid':
+    case 'late_paid':
+    case 'cancelled':
+      return true;
+    case 'expired':
+      return isFullyExpired(inv, now);
+    case 'pending':
+      return false;
+  }
+}

@@ -1,0 +1,41 @@
+import type { Peer } from 'crossws';
+import type { Snapshot, StreamSink } from './invoice-streams.ts';
+
+/** Close codes of the checkout WebSocket (4000-4999 are the application's). */
+export const WS_CLOSE = {
+  final: { code: 1000, reason: 'invoice final' },
+  tryAgainLater: { code: 1013, reason: 'stream limit reached' },
+  notFound: { code: 4404, reason: 'invoice not found' },
+} as const;
+
+/** Bytes a client may leave unsent in its buffer before it is dropped as stuck. */
+const MAX_BUFFERED_BYTES = 1 << 20;
+
+const messages = new WeakMap<Snapshot, string>();
+
+function messageOf(snap: Snapshot): string {
+  let text = messages.get(snap);
+  if (text === undefined) {
+    text = `{"type":"invoice","data":${snap.json}}`;
+    messages.set(snap, text);
+  }
+  return text;
+}
+
+/**
+ * A checkout stream over WebSocket. Keep-alive needs nothing here: crossws's
+ * node adapter pings every peer each idle period and terminates one that did
+ * not answer the previous ping.
+ */
+export function wsSink(peer: Peer): StreamSink {
+  return {
+    send(snapshot) {
+      peer.send(messageOf(snapshot));
+      if (peer.bufferedAmount > MAX_BUFFERED_BYTES) peer.terminate();
+    },
+    heartbeat() {},
+    end() {
+      peer.close(WS_CLOSE.final.code, WS_CLOSE.final.reason);
+    },
+  };
+}

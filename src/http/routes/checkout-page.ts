@@ -1,0 +1,79 @@
+import type { H3 } from 'h3';
+import QRCode from 'qrcode';
+import type { StoredInvoice } from '../../db/invoices.ts';
+import { ApiError } from '../../domain/errors.ts';
+import { amountReceived } from '../../domain/invoice-state.ts';
+import { paymentUri } from '../../domain/invoice-view.ts';
+import { isId } from '../../ids.ts';
+import type { Runtime } from '../../runtime.ts';
+import { readAsset, sendAsset, toAsset } from '../assets.ts';
+import { defineRoute, routeParam } from '../internal/route.ts';
+
+// The hosted checkout page (DESIGN.md "Checkout"): one static page for every
+// invoice, which reads the invoice id from its own URL and talks to the public
+// /pay API like a merchant's own checkout would. Its files are referenced by
+// relative URLs, so Till also works behind a proxy under a sub-path.
+
+/** No inline script or style, no third party but the store's logo (an http(s) URL). */
+export const PAGE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' https: http:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+].join('; ');
+
+const PAGE_HEADERS = {
+  'content-security-policy': PAGE_CSP,
+  // The invoice id in the URL is a capability: the logo host must not see it.
+  'referrer-policy': 'no-referrer',
+};
+
+const PAGE_FILES = new Set(['checkout.css', 'checkout.js', 'favicon.svg']);
+
+export function registerCheckoutPage(app: H3, rt: Runtime): void {
+  const { ctx } = rt;
+  const findInvoice = (id: string): StoredInvoice | null => (isId('inv', id) ? ctx.repos.invoices.get(id) : null);
+
+  defineRoute(app, '/checkout/assets/:name', {
+    GET: (event) => {
+      const name = routeParam(event, 'name');
+      const asset = PAGE_FILES.has(name) ? readAsset(`checkout/${name}`) : null;
+      if (!asset) throw new ApiError('not_found', `no checkout asset ${name.slice(0, 64)}`);
+      return sendAsset(event, asset);
+    },
+  });
+
+  defineRoute(app, '/checkout/:id', {
+    GET: (event) => {
+      const page = readAsset('checkout/index.html');
+      if (!page) throw new Error('assets/checkout/index.html is missing from this build');
+      // An unknown invoice still gets the page (it says so in words), with a 404 status.
+      const known = findInvoice(routeParam(event, 'id')) !== null;
+      return sendAsset(event, page, { status: known ? 200 : 404, headers: PAGE_HEADERS });
+    },
+  });
+
+  defineRoute(app, '/checkout/:id/qr.svg', {
+    GET: async (event) => {
+      const id = routeParam(event, 'id');
+      const inv = findInvoice(id);
+      if (!inv) throw new ApiError('not_found', `no invoice ${id.slice(0, 64)}`);
+      const svg = await QRCode.toString(dueUri(inv), { type: 'svg', errorCorrectionLevel: 'M', margin: 4 });
+      return sendAsset(event, toAsset(svg, 'image/svg+xml'), { headers: { 'content-security-policy': "default-src 'none'" } });
+    },
+  });
+}
+
+/**
+ * What the QR code asks for: the invoice's payment_uri, or, while a pending
+ * invoice is partly paid, the same address with what is still missing, so a
+ * buyer who scans again does not pay the whole amount twice.
+ */
+export function dueUri(inv: StoredInvoice): string {
+  const received = amountReceived(inv);
+  const partial = inv.status === 'pending' && received > 0 && received < inv.amountSats;
+  return paymentUri(inv.address, partial ? inv.amountSats - received : inv.amountSats);
+}

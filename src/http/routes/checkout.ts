@@ -1,0 +1,112 @@
+import { defineWebSocketHandler, type H3, type H3Event } from 'h3';
+import { ApiError } from '../../domain/errors.ts';
+import { isId } from '../../ids.ts';
+import type { Runtime } from '../../runtime.ts';
+import { InvoiceStreams, type OpenedStream } from '../internal/invoice-streams.ts';
+import { defineRoute, routeParam } from '../internal/route.ts';
+import { SnapshotCache } from '../internal/snapshot-cache.ts';
+import { parseLastEventId, SSE_HEADERS, SseBody } from '../internal/sse.ts';
+import { WS_CLOSE, wsSink } from '../internal/ws-sink.ts';
+import { publicCors } from '../middleware/cors.ts';
+import { registerCheckoutPage } from './checkout-page.ts';
+
+// The public checkout API (spec 4.2, docs/CHECKOUT.md): no credential, CORS
+// for any origin, the invoice id is the capability. A snapshot, then live
+// snapshots over SSE or WebSocket, and the hosted page built on them.
+
+/** How stale a polled snapshot may be when no published change evicted it. */
+const SNAPSHOT_CACHE = { ttlMs: 1000, max: 5000 };
+
+/** The address a stream counts against; requests made in-process have none. */
+function clientOf(event: H3Event): string {
+  return event.req.ip ?? 'in-process';
+}
+
+function notFound(id: string): ApiError {
+  return new ApiError('not_found', `no invoice ${id.slice(0, 64)}`);
+}
+
+/** A plain GET on the WebSocket endpoint: 426 in the usual error envelope. */
+function upgradeRequired(event: H3Event): never {
+  event.res.headers.set('upgrade', 'websocket');
+  throw new ApiError('upgrade_required', 'this endpoint is a WebSocket; connect with ws:// or wss://');
+}
+
+export function registerCheckoutRoutes(app: H3, rt: Runtime): void {
+  const { ctx } = rt;
+  const streams = new InvoiceStreams(ctx, rt.externalChanges, {
+    heartbeatMs: rt.streamHeartbeatMs,
+    maxPerClient: ctx.config.maxStreamsPerClient,
+    maxTotal: ctx.config.maxStreamsTotal,
+  });
+
+  const snapshots = new SnapshotCache(ctx.feed, ctx.clock, SNAPSHOT_CACHE);
+
+  app.use('/pay/**', publicCors());
+
+  defineRoute(app, '/pay/invoices/:id', {
+    GET: (event) => {
+      const id = routeParam(event, 'id');
+      let json = snapshots.get(id);
+      if (json === null) {
+        const inv = isId('inv', id) ? ctx.repos.invoices.get(id) : null;
+        if (!inv) throw notFound(id);
+        json = streams.snapshotOf(inv).json;
+        snapshots.set(id, json);
+      }
+      // Headers on event.res and a string body keep srvx on its fast path.
+      event.res.headers.set('content-type', 'application/json; charset=utf-8');
+      event.res.headers.set('cache-control', 'no-store');
+      return json;
+    },
+  });
+
+  defineRoute(app, '/pay/invoices/:id/events', {
+    GET: (event) => {
+      const id = routeParam(event, 'id');
+      if (!isId('inv', id)) throw notFound(id);
+      const body = new SseBody();
+      const lastVersion = parseLastEventId(event.req.headers.get('last-event-id'));
+      const stream = streams.open(id, clientOf(event), body, lastVersion);
+      if (!stream) throw notFound(id);
+      body.onGone = stream.close;
+      // Final, and the client already has that state: 204 tells an EventSource
+      // to stop reconnecting (a 200 that ends at once would make it retry forever).
+      if (stream.closed && !stream.sentSnapshot) return new Response(null, { status: 204 });
+      return new Response(body.stream, { headers: SSE_HEADERS });
+    },
+  });
+
+  defineRoute(app, '/pay/invoices/:id/stream', {
+    GET: defineWebSocketHandler((event) => {
+      const id = routeParam(event, 'id');
+      const client = clientOf(event);
+      // Refused before the upgrade, as an HTTP 503 with Retry-After.
+      streams.limiter.assertRoom(client);
+      let stream: OpenedStream | null = null;
+      return {
+        open(peer) {
+          try {
+            stream = isId('inv', id) ? streams.open(id, client, wsSink(peer)) : null;
+          } catch (err) {
+            // Other upgrades took the last slots since the check above.
+            if (err instanceof ApiError && err.code === 'stream_limit_reached') {
+              peer.close(WS_CLOSE.tryAgainLater.code, WS_CLOSE.tryAgainLater.reason);
+              return;
+            }
+            throw err;
+          }
+          if (!stream) peer.close(WS_CLOSE.notFound.code, WS_CLOSE.notFound.reason);
+        },
+        close() {
+          stream?.close();
+        },
+        error() {
+          stream?.close();
+        },
+      };
+    }, upgradeRequired),
+  });
+
+  registerCheckoutPage(app, rt);
+}

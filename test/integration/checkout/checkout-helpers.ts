@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import { transition } from '../../../src/domain/invoice-state.ts';
+import { saveTransition } from '../../../src/services/invoices.ts';
+import { call, type TestStore, type TestTill } from '../../helpers/till-server.ts';
+import { SseReader } from './sse-reader.ts';
+
+/** Creates a test-mode invoice through the API; returns its public view. */
+export async function createInvoice(till: TestTill, store: TestStore, body: Record<string, unknown> = { amount_sats: 10_000 }): Promise<any> {
+  const res = await call(till, 'POST', '/v1/invoices', { key: store.key, body });
+  assert.equal(res.status, 201, res.text);
+  return res.body;
+}
+
+/** Fires a simulated lifecycle event (POST /v1/invoices/:id/simulate) and expects it to succeed. */
+export async function simulate(till: TestTill, store: TestStore, id: string, event: string): Promise<any> {
+  const res = await call(till, 'POST', `/v1/invoices/${id}/simulate`, { key: store.key, body: { event } });
+  assert.equal(res.status, 200, res.text);
+  return res.body;
+}
+
+/** Opens the invoice's SSE stream; the reader is closed when the test ends. */
+export async function openEvents(
+  till: TestTill,
+  t: { after(fn: () => void): void },
+  id: string,
+  headers: Record<string, string> = {},
+): Promise<{ res: Response; reader: SseReader }> {
+  const abort = new AbortController();
+  const res = await till.request(`/pay/invoices/${id}/events`, { headers, signal: abort.signal });
+  assert.equal(res.status, 200, `SSE open answered ${res.status}`);
+  const reader = new SseReader(res, abort);
+  t.after(() => reader.close());
+  return { res, reader };
+}
+
+/** Waits until cond() holds, checking every 10 ms; fails after timeoutMs. */
+export async function waitFor(cond: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Resolves with the value, or rejects after ms: bounds every wait on the network. */
+export function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    promise.finally(() => clearTimeout(timer)),
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
+    }),
+  ]);
+}
+
+/**
+ * Records a payment of `amountSats` seen in the mempool, the way the chain
+ * watcher does: the payments fact through the state machine, saved and
+ * published in one go. Simulate can only pay what is missing; this can pay less.
+ */
+export async function receivePayment(till: TestTill, id: string, amountSats: number, txidByte = 'ab'): Promise<void> {
+  const { ctx } = till.rt;
+  const saved = await ctx.writes.run(() => {
+    const before = ctx.repos.invoices.get(id);
+    assert.ok(before, `invoice ${id}`);
+    const payment = { txid: txidByte.repeat(32), vout: 0, amountSats, status: 'mempool' as const, confirmations: 0, blockHeight: null, firstSeenAt: ctx.clock.now() };
+    const { invoice, events } = transition(before, { kind: 'payments', payments: [...before.payments, payment] }, ctx.clock.now());
+    return saveTransition(ctx, before, invoice, events);
+  });
+  ctx.feed.publish(saved);
+}

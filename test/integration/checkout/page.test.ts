@@ -1,0 +1,96 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { call, setupStore, startTestTill, TRANSPORTS } from '../../helpers/till-server.ts';
+import { createInvoice, receivePayment } from './checkout-helpers.ts';
+
+// The hosted page's files as HTTP sees them; the page itself runs in
+// test/browser/checkout.test.ts.
+
+const MISSING_ID = 'inv_00000000000000000000000000';
+
+describe('GET /checkout/:id and its files', () => {
+  for (const transport of TRANSPORTS) {
+    test(`serves the page with a strict CSP and its files with their types (${transport})`, async (t) => {
+      const till = await startTestTill(t, { transport });
+      const store = setupStore(till);
+      const inv = await createInvoice(till, store);
+
+      const page = await call(till, 'GET', `/checkout/${inv.id}`);
+      assert.equal(page.status, 200);
+      assert.equal(page.headers.get('content-type'), 'text/html; charset=utf-8');
+      const csp = page.headers.get('content-security-policy') ?? '';
+      assert.match(csp, /default-src 'none'/);
+      assert.match(csp, /script-src 'self'(;|$)/, 'no inline scripts, no other hosts');
+      assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/);
+      assert.equal(page.headers.get('referrer-policy'), 'no-referrer');
+      assert.equal(page.headers.get('x-content-type-options'), 'nosniff');
+      assert.doesNotMatch(page.text, /<script>|<style>|\sstyle=|\son[a-z]+=/i, 'nothing inline for the CSP to block');
+      assert.doesNotMatch(page.text, /https?:\/\//, 'no external resource: the page works offline');
+
+      const files: Array<[string, RegExp]> = [
+        ['/checkout/assets/checkout.js', /^text\/javascript/],
+        ['/checkout/assets/checkout.css', /^text\/css/],
+        ['/checkout/assets/favicon.svg', /^image\/svg\+xml/],
+      ];
+      for (const [path, type] of files) {
+        const res = await call(till, 'GET', path);
+        assert.equal(res.status, 200, path);
+        assert.match(res.headers.get('content-type') ?? '', type, path);
+        assert.ok(res.text.length > 0, path);
+      }
+      const js = await call(till, 'GET', '/checkout/assets/checkout.js');
+      assert.doesNotMatch(js.text, /innerHTML|outerHTML|insertAdjacentHTML|document\.write/, 'the page writes text, never HTML');
+    });
+  }
+
+  test('answers If-None-Match with 304', async (t) => {
+    const till = await startTestTill(t);
+    const first = await call(till, 'GET', '/checkout/assets/checkout.js');
+    const etag = first.headers.get('etag');
+    assert.ok(etag);
+    assert.equal(first.headers.get('cache-control'), 'no-cache');
+    const again = await till.request('/checkout/assets/checkout.js', { headers: { 'if-none-match': etag } });
+    assert.equal(again.status, 304);
+    assert.equal(await again.text(), '');
+  });
+
+  test('an unknown invoice gets the page (it says so itself) with status 404', async (t) => {
+    const till = await startTestTill(t);
+    const res = await call(till, 'GET', `/checkout/${MISSING_ID}`);
+    assert.equal(res.status, 404);
+    assert.match(res.headers.get('content-type') ?? '', /^text\/html/);
+    assert.ok(res.headers.get('x-request-id'));
+  });
+
+  test('serves only the page files: anything else under assets is 404', async (t) => {
+    const till = await startTestTill(t);
+    for (const path of [
+      '/checkout/assets/index.html',
+      '/checkout/assets/..%2f..%2fpackage.json',
+      '/checkout/assets/%2e%2e%2fcheckout%2fcheckout.js',
+      '/checkout/assets/nothing.js',
+    ]) {
+      const res = await call(till, 'GET', path);
+      assert.equal(res.status, 404, path);
+      assert.equal(res.body.error.code, 'not_found', path);
+    }
+  });
+
+  test('the QR code is an SVG of what is due: payment_uri, or the rest while partly paid', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store, { amount_sats: 10_000 });
+    const qr = await call(till, 'GET', `/checkout/${inv.id}/qr.svg`);
+    assert.equal(qr.status, 200);
+    assert.equal(qr.headers.get('content-type'), 'image/svg+xml');
+    assert.equal(qr.headers.get('content-security-policy'), "default-src 'none'");
+    assert.match(qr.text, /^<svg[^>]*viewBox/);
+
+    await receivePayment(till, inv.id, 4_000);
+    const partial = await call(till, 'GET', `/checkout/${inv.id}/qr.svg`);
+    assert.notEqual(partial.text, qr.text, 'a new amount, a new code');
+    assert.notEqual(partial.headers.get('etag'), qr.headers.get('etag'));
+
+    assert.equal((await call(till, 'GET', `/checkout/${MISSING_ID}/qr.svg`)).status, 404);
+  });
+});

@@ -1,0 +1,571 @@
+import assert from 'node:assert/strict';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { describe, test, type TestContext } from 'node:test';
+import Database from 'better-sqlite3';
+import { databasePath } from '../../../src/db/connection.ts';
+import { createApp } from '../../../src/http/app.ts';
+import { listen } from '../../../src/http/server.ts';
+import { expireDueInvoices } from '../../../src/services/invoices.ts';
+import { updateStore } from '../../../src/services/stores.ts';
+import { call, setupStore, startTestTill, TRANSPORTS, type TestTill } from '../../helpers/till-server.ts';
+import { createInvoice, openEvents, simulate, waitFor, within } from './checkout-helpers.ts';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+const MISSING_ID = 'inv_00000000000000000000000000';
+
+describe('GET /pay/invoices/:id', () => {
+  for (const transport of TRANSPORTS) {
+    test(`returns the invoice without metadata or callback_url, with store branding (${transport})`, async (t) => {
+      const till = await startTestTill(t, { transport });
+      const store = setupStore(till);
+      updateStore(till.rt.ctx, store.storeId, { name: 'Corner Café', logoUrl: 'https://shop.example/logo.png', brandColor: '#1a2b3c' });
+      const created = await createInvoice(till, store, {
+        amount: '12.50',
+        currency: 'USD',
+        metadata: { order_id: 'A-1001', customer_email: 'buyer@example.com' },
+        callback_url: 'https://shop.example/hooks/till',
+      });
+
+      const res = await call(till, 'GET', `/pay/invoices/${created.id}`);
+
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('access-control-allow-origin'), '*');
+      assert.equal(res.headers.get('cache-control'), 'no-store');
+      assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
+      assert.ok(res.headers.get('x-request-id'));
+      assert.ok(!('metadata' in res.body), 'metadata is private to the merchant');
+      assert.ok(!('callback_url' in res.body), 'callback_url is private to the merchant');
+      assert.doesNotMatch(res.text, /A-1001|buyer@example\.com|hooks\/till/);
+      const { metadata: _m, callback_url: _c, ...publicFields } = created;
+      for (const [k, v] of Object.entries(publicFields)) assert.deepEqual(res.body[k], v, `field ${k}`);
+      assert.deepEqual(res.body.store, { id: store.storeId, name: 'Corner Café', logo_url: 'https://shop.example/logo.png', brand_color: '#1a2b3c' });
+      assert.equal(res.body.server_time, new Date(till.clock.now()).toISOString());
+      assert.equal(res.body.amount, '12.50');
+      assert.equal(res.body.currency, 'USD');
+    });
+  }
+});
+
+describe('CORS on every /pay/ response', () => {
+  const cases: Array<{ name: string; method: string; path: (id: string) => string; status: number; code?: string }> = [
+    { name: 'snapshot', method: 'GET', path: (id) => `/pay/invoices/${id}`, status: 200 },
+    { name: 'unknown invoice', method: 'GET', path: () => `/pay/invoices/${MISSING_ID}`, status: 404, code: 'not_found' },
+    { name: 'malformed id', method: 'GET', path: () => '/pay/invoices/not-an-id', status: 404, code: 'not_found' },
+    { name: 'malformed escape', method: 'GET', path: () => '/pay/invoices/%zz', status: 404, code: 'not_found' },
+    { name: 'unknown SSE invoice', method: 'GET', path: () => `/pay/invoices/${MISSING_ID}/events`, status: 404, code: 'not_found' },
+    { name: 'unknown /pay path', method: 'GET', path: () => '/pay/nothing-here', status: 404, code: 'not_found' },
+    { name: 'wrong method', method: 'POST', path: (id) => `/pay/invoices/${id}`, status: 405, code: 'method_not_allowed' },
+    { name: 'wrong method on events', method: 'DELETE', path: (id) => `/pay/invoices/${id}/events`, status: 405, code: 'method_not_allowed' },
+    { name: 'plain GET on the WebSocket endpoint', method: 'GET', path: (id) => `/pay/invoices/${id}/stream`, status: 426, code: 'upgrade_required' },
+  ];
+  for (const transport of TRANSPORTS) {
+    test(`carries Access-Control-Allow-Origin: * and the error envelope (${transport})`, async (t) => {
+      const till = await startTestTill(t, { transport });
+      const store = setupStore(till);
+      const inv = await createInvoice(till, store);
+      for (const c of cases) {
+        const res = await call(till, c.method, c.path(inv.id));
+        assert.equal(res.status, c.status, `${c.name}: ${res.text}`);
+        assert.equal(res.headers.get('access-control-allow-origin'), '*', c.name);
+        assert.ok(res.headers.get('x-request-id'), `${c.name}: X-Request-Id`);
+        if (c.code) {
+          assert.equal(res.body.error.code, c.code, c.name);
+          assert.equal(res.body.error.request_id, res.headers.get('x-request-id'), c.name);
+        }
+      }
+    });
+
+    test(`answers a preflight OPTIONS with 204 (${transport})`, async (t) => {
+      const till = await startTestTill(t, { transport });
+      const store = setupStore(till);
+      const inv = await createInvoice(till, store);
+      for (const path of [`/pay/invoices/${inv.id}`, `/pay/invoices/${inv.id}/events`, `/pay/invoices/${MISSING_ID}`]) {
+        const res = await till.request(path, {
+          method: 'OPTIONS',
+          headers: { origin: 'https://shop.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'last-event-id' },
+        });
+        assert.equal(res.status, 204, path);
+        assert.equal(res.headers.get('access-control-allow-origin'), '*');
+        assert.match(res.headers.get('access-control-allow-methods') ?? '', /\bGET\b.*\bOPTIONS\b/);
+        assert.match(res.headers.get('access-control-allow-headers') ?? '', /Last-Event-ID/i);
+        assert.ok(Number(res.headers.get('access-control-max-age')) > 0);
+        assert.equal(await res.text(), '');
+      }
+    });
+  }
+});
+
+describe('SSE /pay/invoices/:id/events', () => {
+  for (const transport of TRANSPORTS) {
+    test(`sends the snapshot, then every change in order, and ends after paid (${transport})`, async (t) => {
+      const till = await startTestTill(t, { transport });
+      const store = setupStore(till, { confirmations: 2 });
+      const inv = await createInvoice(till, store);
+      const { res, reader } = await openEvents(till, t, inv.id);
+
+      assert.equal(res.headers.get('content-type'), 'text/event-stream');
+      assert.equal(res.headers.get('cache-control'), 'no-cache, no-transform');
+      assert.equal(res.headers.get('x-accel-buffering'), 'no');
+      assert.equal(res.headers.get('access-control-allow-origin'), '*');
+      if (transport === 'socket') assert.equal(res.headers.get('connection'), 'keep-alive');
+
+      const first = await reader.nextJson();
+      assert.deepEqual([first.event, first.id, first.data.status, first.data.amount_received_sats], ['invoice', '1', 'pending', 0]);
+      assert.ok(reader.retryMs! >= 2000 && reader.retryMs! < 5000, `retry: ${reader.retryMs}`);
+      assert.equal(first.data.store.name, 'Shop');
+      assert.ok(!('metadata' in first.data));
+
+      await simulate(till, store, inv.id, 'payment_detected');
+      const detected = await reader.nextJson();
+      assert.deepEqual([detected.id, detected.data.status, detected.data.amount_received_sats, detected.data.amount_confirmed_sats], ['2', 'pending', 10_000, 0]);
+      assert.equal(detected.data.payments[0].confirmations, 0);
+
+      await simulate(till, store, inv.id, 'paid');
+      const paid = await reader.nextJson();
+      assert.deepEqual([paid.id, paid.data.status, paid.data.amount_confirmed_sats], ['3', 'paid', 10_000]);
+      assert.equal(paid.data.payments[0].confirmations, 2);
+
+      await within(2000, 'the stream to end after paid', reader.ended);
+      assert.equal(reader.messages.length, 3);
+      await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 0, 'the stream to unsubscribe');
+    });
+  }
+
+  test('expiry reaches the stream; an expired invoice stays open for a late payment, then ends', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store, { amount_sats: 50_000, expires_in_minutes: 15 });
+    const { reader } = await openEvents(till, t, inv.id);
+    assert.equal((await reader.nextJson()).data.status, 'pending');
+
+    till.clock.advance(15 * 60_000);
+    assert.equal(await expireDueInvoices(till.rt.ctx), 1);
+    const expired = await reader.nextJson();
+    assert.deepEqual([expired.id, expired.data.status, expired.data.expired_at], ['2', 'expired', inv.expires_at]);
+    // Inside the late window the invoice can still become late_paid: not final.
+    assert.equal(await reader.quietFor(100), true);
+    assert.equal(till.rt.ctx.feed.subscriberCount(inv.id), 1);
+
+    await simulate(till, store, inv.id, 'late_paid');
+    const late = await reader.nextJson();
+    assert.deepEqual([late.id, late.data.status], ['3', 'late_paid']);
+    await within(2000, 'the stream to end after late_paid', reader.ended);
+  });
+
+  test('an expired stream ends by itself once the late window is over', async (t) => {
+    const till = await startTestTill(t, { streamHeartbeatMs: 50 });
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store, { amount_sats: 50_000, expires_in_minutes: 5 });
+    const { reader } = await openEvents(till, t, inv.id);
+    await reader.next();
+    till.clock.advance(5 * 60_000);
+    await expireDueInvoices(till.rt.ctx);
+    assert.equal((await reader.nextJson()).data.status, 'expired');
+    await reader.nextComment(1000); // still open: heartbeats go on
+
+    till.clock.advance(7 * DAY_MS); // the default late window
+    await within(2000, 'the stream to end when the late window closes', reader.ended);
+    assert.equal(reader.messages.length, 2, 'nothing was written: time alone made it final');
+  });
+
+  test('a cancelled invoice ends the stream', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store);
+    const { reader } = await openEvents(till, t, inv.id);
+    await reader.next();
+    assert.equal((await call(till, 'POST', `/v1/invoices/${inv.id}/cancel`, { key: store.key })).status, 200);
+    const cancelled = await reader.nextJson();
+    assert.deepEqual([cancelled.id, cancelled.data.status], ['2', 'cancelled']);
+    await within(2000, 'the stream to end after cancelled', reader.ended);
+  });
+
+  test('Last-Event-ID: the current version sends nothing until a change; an older one gets the snapshot at once', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store);
+    await simulate(till, store, inv.id, 'payment_detected'); // version 2
+
+    const current = await openEvents(till, t, inv.id, { 'last-event-id': '2' });
+    const behind = await openEvents(till, t, inv.id, { 'last-event-id': '1' });
+    const garbage = await openEvents(till, t, inv.id, { 'last-event-id': 'abc' });
+
+    const caughtUp = await behind.reader.nextJson();
+    assert.deepEqual([caughtUp.id, caughtUp.data.amount_received_sats], ['2', 10_000]);
+    assert.equal((await garbage.reader.nextJson()).id, '2');
+    assert.equal(await current.reader.quietFor(150), true, 'the up-to-date client gets no repeat');
+
+    await simulate(till, store, inv.id, 'paid');
+    for (const { reader } of [current, behind, garbage]) {
+      const next = await reader.nextJson();
+      assert.deepEqual([next.id, next.data.status], ['3', 'paid']);
+    }
+  });
+
+  test('a client that already has the final state gets 204 (EventSource stops reconnecting)', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store);
+    await simulate(till, store, inv.id, 'paid'); // version 2, final
+
+    const res = await till.request(`/pay/invoices/${inv.id}/events`, { headers: { 'last-event-id': '2' } });
+    assert.equal(res.status, 204);
+    assert.equal(res.headers.get('access-control-allow-origin'), '*');
+
+    // Without it: the final snapshot, then the end.
+    const { reader } = await openEvents(till, t, inv.id);
+    assert.equal((await reader.nextJson()).data.status, 'paid');
+    await within(2000, 'the stream of a paid invoice to end', reader.ended);
+    assert.equal(till.rt.ctx.feed.subscriberCount(inv.id), 0);
+  });
+
+  test('sends a heartbeat comment every period (15 s by default; shortened here)', async (t) => {
+    const till = await startTestTill(t, { streamHeartbeatMs: 40 });
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store);
+    const { reader } = await openEvents(till, t, inv.id);
+    await reader.next();
+    assert.equal(await reader.nextComment(1000), 'heartbeat');
+    assert.equal(await reader.nextComment(1000), 'heartbeat');
+    assert.equal(reader.messages.length, 1, 'heartbeats are comments, not messages');
+  });
+
+  test('the default heartbeat period is 15 s', async (t) => {
+    const till = await startTestTill(t);
+    assert.equal(till.rt.streamHeartbeatMs, 15_000);
+  });
+
+  for (const transport of TRANSPORTS) {
+    test(`a client that goes away unsubscribes (${transport})`, async (t) => {
+      const till = await startTestTill(t, { transport });
+      const store = setupStore(till);
+      const inv = await createInvoice(till, store);
+      const readers = await Promise.all([1, 2, 3].map(() => openEvents(till, t, inv.id)));
+      await Promise.all(readers.map(({ reader }) => reader.next()));
+      assert.equal(till.rt.ctx.feed.subscriberCount(inv.id), 3);
+      assert.equal(till.rt.externalChanges.watchedCount, 1);
+
+      readers[0]!.reader.close();
+      await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 2, 'one unsubscribe');
+      readers[1]!.reader.close();
+      readers[2]!.reader.close();
+      await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 0, 'all unsubscribed');
+      assert.equal(till.rt.externalChanges.watchedCount, 0);
+    });
+  }
+});
+
+/** Messages of a WebSocket, in order, with a way to wait for the next one and for the close. */
+function openSocket(t: TestContext, url: string) {
+  const ws = new WebSocket(url);
+  const queue: any[] = [];
+  let wake: (() => void) | null = null;
+  ws.addEventListener('message', (e) => {
+    queue.push(JSON.parse(String(e.data)));
+    wake?.();
+  });
+  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.addEventListener('close', (e) => resolve({ code: e.code, reason: e.reason })));
+  t.after(() => ws.close());
+  return {
+    ws,
+    closed,
+    opened: new Promise<void>((resolve, reject) => {
+      ws.addEventListener('open', () => resolve());
+      ws.addEventListener('error', () => reject(new Error('WebSocket failed to open')));
+    }),
+    async next(timeoutMs = 3000): Promise<any> {
+      const deadline = Date.now() + timeoutMs;
+      while (queue.length === 0) {
+        if (Date.now() > deadline) throw new Error(`no WebSocket message within ${timeoutMs} ms`);
+        await new Promise<void>((r) => {
+          const timer = setTimeout(r, 20);
+          wake = () => {
+            clearTimeout(timer);
+            r();
+          };
+        });
+      }
+      return queue.shift();
+    },
+  };
+}
+
+const portOf = (till: TestTill) => Number(new URL(till.url).port);
+const wsUrl = (till: TestTill, path: string) => till.url.replace(/^http/, 'ws') + path;
+
+describe('WebSocket /pay/invoices/:id/stream', () => {
+  test('sends the snapshot, then every change, and closes 1000 after paid', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store);
+    const sock = openSocket(t, wsUrl(till, `/pay/invoices/${inv.id}/stream`));
+    await within(2000, 'open', sock.opened);
+
+    const first = await sock.next();
+    assert.equal(first.type, 'invoice');
+    assert.deepEqual([first.data.id, first.data.status], [inv.id, 'pending']);
+    assert.ok(!('metadata' in first.data) && !('callback_url' in first.data));
+    assert.equal(first.data.store.id, store.storeId);
+    assert.equal(till.rt.ctx.feed.subscriberCount(inv.id), 1);
+
+    await simulate(till, store, inv.id, 'payment_detected');
+    const detected = await sock.next();
+    assert.deepEqual([detected.type, detected.data.amount_received_sats], ['invoice', 10_000]);
+    await simulate(till, store, inv.id, 'paid');
+    assert.equal((await sock.next()).data.status, 'paid');
+
+    const closed = await within(2000, 'close after paid', sock.closed);
+    assert.deepEqual(closed, { code: 1000, reason: 'invoice final' });
+    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 0, 'the socket to unsubscribe');
+  });
+
+  test('expiry reaches the socket', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store, { amount_sats: 20_000, expires_in_minutes: 5 });
+    const sock = openSocket(t, wsUrl(till, `/pay/invoices/${inv.id}/stream`));
+    assert.equal((await sock.next()).data.status, 'pending');
+    till.clock.advance(5 * 60_000);
+    await expireDueInvoices(till.rt.ctx);
+    assert.equal((await sock.next()).data.status, 'expired');
+  });
+
+  for (const [name, id] of [['unknown', MISSING_ID], ['malformed', 'inv_nope']] as const) {
+    test(`an ${name} invoice is closed with 4404 "invoice not found" after the upgrade`, async (t) => {
+      const till = await startTestTill(t);
+      const sock = openSocket(t, wsUrl(till, `/pay/invoices/${id}/stream`));
+      await within(2000, 'open', sock.opened);
+      assert.deepEqual(await within(2000, 'close', sock.closed), { code: 4404, reason: 'invoice not found' });
+    });
+  }
+
+  test('a client that goes away unsubscribes', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store);
+    const sock = openSocket(t, wsUrl(till, `/pay/invoices/${inv.id}/stream`));
+    await sock.next();
+    assert.equal(till.rt.ctx.feed.subscriberCount(inv.id), 1);
+    sock.ws.close();
+    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 0, 'unsubscribe after close');
+  });
+
+  test('pings every idle period and drops a peer that never answers; one that answers stays', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store);
+    // A server of the same app whose WebSocket idle period is 1 s instead of 30 s.
+    const server = await listen(createApp(till.rt), '127.0.0.1', 0, { websocket: { options: { node: { idleTimeout: 1 } } } });
+    t.after(() => server.close());
+
+    const answering = openSocket(t, `${server.url.replace(/^http/, 'ws')}/pay/invoices/${inv.id}/stream`);
+    await answering.next();
+    const silent = await rawWebSocket(t, server.port, `/pay/invoices/${inv.id}/stream`);
+    const firstFrame = await silent.nextFrame(2000);
+    assert.equal(firstFrame.opcode, 0x1, 'the snapshot, as text');
+    assert.equal(JSON.parse(firstFrame.payload.toString()).data.id, inv.id);
+
+    const ping = await silent.nextFrame(2500);
+    assert.equal(ping.opcode, 0x9, 'a ping within one idle period');
+    await within(3000, 'the silent peer to be dropped', silent.closed);
+    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1, 'the dropped peer to unsubscribe');
+
+    let answeringClosed = false;
+    answering.closed.then(() => (answeringClosed = true));
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(answeringClosed, false, 'a peer that answers pings stays connected');
+  });
+});
+
+/** A bare WebSocket client over TCP that never answers pings: sees frames as sent. */
+async function rawWebSocket(t: TestContext, port: number, path: string) {
+  const socket: Socket = connect(port, '127.0.0.1');
+  t.after(() => socket.destroy());
+  socket.write(
+    `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+      'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+  );
+  let buffer = Buffer.alloc(0);
+  let handshake = false;
+  const frames: Array<{ opcode: number; payload: Buffer }> = [];
+  const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  socket.on('data', (chunk) => {
+    buffer = Buffer.concat([buffer, chunk]);
+    if (!handshake) {
+      const end = buffer.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      assert.match(buffer.subarray(0, end).toString(), /^HTTP\/1\.1 101/);
+      handshake = true;
+      buffer = buffer.subarray(end + 4);
+    }
+    // Server frames are unmasked; checkout messages are far below 64 KiB.
+    while (buffer.length >= 2) {
+      let len = buffer[1]! & 0x7f;
+      let offset = 2;
+      if (len === 126) {
+        if (buffer.length < 4) return;
+        len = buffer.readUInt16BE(2);
+        offset = 4;
+      }
+      if (buffer.length < offset + len) return;
+      frames.push({ opcode: buffer[0]! & 0x0f, payload: buffer.subarray(offset, offset + len) });
+      buffer = buffer.subarray(offset + len);
+    }
+  });
+  return {
+    closed,
+    async nextFrame(timeoutMs: number) {
+      await waitFor(() => frames.length > 0, 'a WebSocket frame', timeoutMs);
+      return frames.shift()!;
+    },
+  };
+}
+
+/** An HTTP request from a chosen loopback address (127.0.0.x), answered with its head only. */
+function rawRequest(port: number, path: string, localAddress: string, headers: Record<string, string> = {}) {
+  return new Promise<{ res: IncomingMessage; body: string; destroy(): void }>((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, localAddress, headers, agent: false }, (res) => {
+      if (res.statusCode === 200) {
+        resolve({ res, body: '', destroy: () => req.destroy() });
+        return;
+      }
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (body += d));
+      res.on('end', () => resolve({ res, body, destroy: () => req.destroy() }));
+    });
+    req.on('upgrade', (res, socket) => resolve({ res, body: '', destroy: () => socket.destroy() }));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const WS_HEADERS = { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13' };
+
+describe('stream limits', () => {
+  test('per client address and in total, SSE and WebSocket together: 503 stream_limit_reached with Retry-After and CORS', async (t) => {
+    const till = await startTestTill(t, { env: { TILL_MAX_STREAMS_PER_CLIENT: '2', TILL_MAX_STREAMS_TOTAL: '3' } });
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store);
+    const events = `/pay/invoices/${inv.id}/events`;
+    const stream = `/pay/invoices/${inv.id}/stream`;
+    const open: Array<{ destroy(): void }> = [];
+    t.after(() => open.forEach((o) => o.destroy()));
+
+    open.push(await rawRequest(portOf(till), events, '127.0.0.1'));
+    const ws = await rawRequest(portOf(till), stream, '127.0.0.1', WS_HEADERS);
+    assert.equal(ws.res.statusCode, 101);
+    open.push(ws);
+    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 2, 'two streams');
+
+    const refusals = [
+      { what: 'SSE over the per-client limit', ...(await rawRequest(portOf(till), events, '127.0.0.1')) },
+      { what: 'WebSocket over the per-client limit', ...(await rawRequest(portOf(till), stream, '127.0.0.1', WS_HEADERS)) },
+    ];
+    // Another address still has room, until the total is reached.
+    open.push(await rawRequest(portOf(till), events, '127.0.0.2'));
+    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 3, 'three streams');
+    refusals.push({ what: 'SSE over the total', ...(await rawRequest(portOf(till), events, '127.0.0.3')) });
+    refusals.push({ what: 'WebSocket over the total', ...(await rawRequest(portOf(till), stream, '127.0.0.3', WS_HEADERS)) });
+
+    for (const r of refusals) {
+      assert.equal(r.res.statusCode, 503, r.what);
+      assert.equal(r.res.headers['access-control-allow-origin'], '*', r.what);
+      assert.ok(Number(r.res.headers['retry-after']) > 0, `${r.what}: Retry-After`);
+      const body = JSON.parse(r.body);
+      assert.equal(body.error.code, 'stream_limit_reached', r.what);
+      assert.equal(body.error.retry_after_seconds, Number(r.res.headers['retry-after']));
+      assert.equal(body.error.request_id, r.res.headers['x-request-id']);
+    }
+    // The snapshot endpoint is not a stream: still served.
+    assert.equal((await call(till, 'GET', `/pay/invoices/${inv.id}`)).status, 200);
+
+    // A closed stream gives its slot back.
+    open.shift()!.destroy();
+    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 2, 'the slot to be freed');
+    const again = await rawRequest(portOf(till), events, '127.0.0.1');
+    open.push(again);
+    assert.equal(again.res.statusCode, 200);
+  });
+});
+
+describe('changes made by another process', () => {
+  // No CLI command changes an invoice yet, so a second better-sqlite3
+  // connection to the same file plays the CLI: it commits a new status and
+  // bumps `version` exactly as a repository write does.
+  function writeFromAnotherProcess(till: TestTill, id: string, now: number): void {
+    const other = new Database(databasePath(till.config.dataDir));
+    try {
+      other.pragma('busy_timeout = 5000');
+      other.prepare(`UPDATE invoices SET status = 'cancelled', cancelled_at = ?, version = version + 1 WHERE id = ?`).run(now, id);
+    } finally {
+      other.close();
+    }
+  }
+
+  test('reach the streams through the data_version poller', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store);
+    const { reader } = await openEvents(till, t, inv.id);
+    const sock = openSocket(t, wsUrl(till, `/pay/invoices/${inv.id}/stream`));
+    await reader.next();
+    await sock.next();
+    assert.equal(till.rt.externalChanges.poll(), 0, 'nothing changed yet');
+
+    writeFromAnotherProcess(till, inv.id, till.clock.now());
+    assert.equal(till.rt.externalChanges.poll(), 1);
+    const cancelled = await reader.nextJson();
+    assert.deepEqual([cancelled.id, cancelled.data.status, cancelled.data.cancelled_at], ['2', 'cancelled', new Date(till.clock.now()).toISOString()]);
+    assert.equal((await sock.next()).data.status, 'cancelled');
+    await within(2000, 'the stream to end', reader.ended);
+    assert.equal(till.rt.externalChanges.poll(), 0, 'published once');
+  });
+
+  test('in-process changes are not published a second time by the poller', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store);
+    const { reader } = await openEvents(till, t, inv.id);
+    await reader.next();
+    await simulate(till, store, inv.id, 'payment_detected');
+    assert.equal((await reader.nextJson()).id, '2');
+    // Our own commit does not move data_version; another connection's commit
+    // elsewhere does, and the poller then finds nothing new for this invoice.
+    const other = new Database(databasePath(till.config.dataDir));
+    other.prepare(`INSERT INTO meta (key, value) VALUES ('poller-test', '1') ON CONFLICT (key) DO UPDATE SET value = excluded.value`).run();
+    other.close();
+    assert.equal(till.rt.externalChanges.poll(), 0);
+    assert.equal(await reader.quietFor(100), true);
+  });
+
+  test('a polled snapshot shows an in-process change at once, another process\'s within a second', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store);
+    assert.equal((await call(till, 'GET', `/pay/invoices/${inv.id}`)).body.status, 'pending');
+
+    await simulate(till, store, inv.id, 'payment_detected');
+    assert.equal((await call(till, 'GET', `/pay/invoices/${inv.id}`)).body.amount_received_sats, 10_000, 'published changes evict the cached snapshot');
+
+    // Nobody streams this invoice, so no poller republishes it: the cached
+    // snapshot may be up to a second old.
+    writeFromAnotherProcess(till, inv.id, till.clock.now());
+    assert.equal((await call(till, 'GET', `/pay/invoices/${inv.id}`)).body.status, 'pending');
+    till.clock.advance(1000);
+    assert.equal((await call(till, 'GET', `/pay/invoices/${inv.id}`)).body.status, 'cancelled');
+  });
+
+  test('the running server notices within about a second', async (t) => {
+    const till = await startTestTill(t, { startWorkers: true });
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store);
+    const { reader } = await openEvents(till, t, inv.id);
+    await reader.next();
+    writeFromAnotherProcess(till, inv.id, till.clock.now());
+    const started = Date.now();
+    assert.equal((await reader.nextJson(3000)).data.status, 'cancelled');
+    assert.ok(Date.now() - started < 2500);
+  });
+});
