@@ -30,6 +30,8 @@ export function openDatabase(dataDir: string, opts: OpenOptions = {}): Db {
     db.pragma('journal_mode = WAL');
     db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
     db.pragma('foreign_keys = ON');
+    // Statement journals and sorts stay in memory instead of temp files.
+    db.pragma('temp_store = MEMORY');
     db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
     migrate(db);
   } catch (err) {

@@ -63,17 +63,13 @@ export class DeliveryWorker {
     this.#wakeScheduled = true;
     setImmediate(() => {
       this.#wakeScheduled = false;
-      try {
-        this.pump();
-      } catch (err) {
-        this.#logger.error({ err }, 'webhook worker failed');
-      }
+      this.pump().catch((err) => this.#logger.error({ err }, 'webhook worker failed'));
     });
   }
 
   /** Dispatches the outbox and starts every due attempt that fits the bounds; returns those attempts. */
-  pump(): Promise<void>[] {
-    while (dispatchEvents(this.#ctx) > 0);
+  async pump(): Promise<Promise<void>[]> {
+    while ((await this.#ctx.writes.run(() => dispatchEvents(this.#ctx))) > 0);
     const now = this.#ctx.clock.now();
     const started: Promise<void>[] = [];
     for (const target of this.#ctx.repos.webhookDeliveries.dueTargets(now, 10_000)) {
@@ -89,7 +85,7 @@ export class DeliveryWorker {
 
   /** For tests and the CLI: pump, then wait for the attempts it started. */
   async runOnce(): Promise<number> {
-    const started = this.pump();
+    const started = await this.pump();
     await Promise.all(started);
     return started.length;
   }

@@ -13,27 +13,26 @@ function subscribes(enabledEvents: string[], type: string): boolean {
 
 /**
  * Turns outbox events into deliveries: one for the invoice's callback_url and
- * one per enabled store endpoint subscribed to the type. Deliveries and the
- * dispatched mark are written in one transaction, and (event, target) is
- * unique, so a crash here neither loses nor doubles a delivery.
+ * one per enabled store endpoint subscribed to the type. Run it inside a
+ * transaction (the worker queues it on ctx.writes, so it shares the commit of
+ * the writes around it): deliveries and the dispatched mark land together, and
+ * (event, target) is unique, so a crash neither loses nor doubles a delivery.
  */
 export function dispatchEvents(ctx: Context, limit = 500): number {
-  return ctx.db.transaction(() => {
-    const events = ctx.repos.events.listUndispatched(limit);
-    const endpointsByStore = new Map<string, ReturnType<typeof ctx.repos.webhookEndpoints.listForStore>>();
-    const now = ctx.clock.now();
-    for (const e of events) {
-      let endpoints = endpointsByStore.get(e.storeId);
-      if (!endpoints) endpointsByStore.set(e.storeId, (endpoints = ctx.repos.webhookEndpoints.listForStore(e.storeId)));
-      const add = (endpointId: string | null, target: string, url: string) =>
-        ctx.repos.webhookDeliveries.insert({ id: newId('dlv', now), eventId: e.id, storeId: e.storeId, endpointId, target, url, nextAttemptAt: now, createdAt: now });
-      const callbackUrl = callbackUrlOf(e);
-      if (callbackUrl) add(null, callbackTarget(callbackUrl), callbackUrl);
-      for (const ep of endpoints) if (ep.enabled && subscribes(ep.enabledEvents, e.type)) add(ep.id, ep.id, ep.url);
-      ctx.repos.events.markDispatched(e.seq);
-    }
-    return events.length;
-  }).immediate();
+  const events = ctx.repos.events.listUndispatched(limit);
+  const endpointsByStore = new Map<string, ReturnType<typeof ctx.repos.webhookEndpoints.listForStore>>();
+  const now = ctx.clock.now();
+  for (const e of events) {
+    let endpoints = endpointsByStore.get(e.storeId);
+    if (!endpoints) endpointsByStore.set(e.storeId, (endpoints = ctx.repos.webhookEndpoints.listForStore(e.storeId)));
+    const add = (endpointId: string | null, target: string, url: string) =>
+      ctx.repos.webhookDeliveries.insert({ id: newId('dlv', now), eventId: e.id, storeId: e.storeId, endpointId, target, url, nextAttemptAt: now, createdAt: now });
+    const callbackUrl = callbackUrlOf(e);
+    if (callbackUrl) add(null, callbackTarget(callbackUrl), callbackUrl);
+    for (const ep of endpoints) if (ep.enabled && subscribes(ep.enabledEvents, e.type)) add(ep.id, ep.id, ep.url);
+    ctx.repos.events.markDispatched(e.seq);
+  }
+  return events.length;
 }
 
 function callbackUrlOf(e: EventRecord): string | null {

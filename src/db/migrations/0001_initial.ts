@@ -107,7 +107,8 @@ CREATE TABLE payments (
   first_seen_at INTEGER NOT NULL,
   PRIMARY KEY (txid, vout)
 ) STRICT, WITHOUT ROWID;
-CREATE INDEX payments_invoice ON payments(invoice_id);
+-- Serves the ordered load of an invoice's payments without a sort.
+CREATE INDEX payments_invoice ON payments(invoice_id, first_seen_at, txid, vout);
 
 -- The transactional outbox: written in the same transaction as the change.
 CREATE TABLE events (

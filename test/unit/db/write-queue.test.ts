@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import Database from 'better-sqlite3';
+import { createWriteQueue } from '../../../src/db/write-queue.ts';
+import { join } from 'node:path';
+import { tempDir } from '../../helpers/temp.ts';
+
+function setup(t: Parameters<typeof tempDir>[0]) {
+  const db = new Database(join(tempDir(t), 'q.db'));
+  db.pragma('journal_mode = WAL');
+  db.exec('CREATE TABLE t (v INTEGER PRIMARY KEY)');
+  t.after(() => db.close());
+  return { db, queue: createWriteQueue(db), rows: () => db.prepare('SELECT v FROM t ORDER BY v').all().map((r: any) => r.v) };
+}
+
+test('writes queued together commit together, each resolving with its result', async (t) => {
+  const { db, queue, rows } = setup(t);
+  let transactions = 0;
+  const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+  const results = await Promise.all([1, 2, 3].map((v) => queue.run(() => {
+    transactions += db.inTransaction ? 1 : 0;
+    return insert.run(v).changes;
+  })));
+  assert.deepEqual(results, [1, 1, 1]);
+  assert.equal(transactions, 3, 'every write ran inside the batch transaction');
+  assert.deepEqual(rows(), [1, 2, 3]);
+});
+
+test('a failing write rolls back alone; the others in its batch are committed', async (t) => {
+  const { db, queue, rows } = setup(t);
+  const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+  const outcomes = await Promise.allSettled([
+    queue.run(() => insert.run(1)),
+    queue.run(() => {
+      insert.run(2);
+      throw new Error('refused after writing');
+    }),
+    queue.run(() => insert.run(3)),
+  ]);
+  assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled']);
+  assert.match(String((outcomes[1] as PromiseRejectedResult).reason), /refused after writing/);
+  assert.deepEqual(rows(), [1, 3], 'the failed write left nothing behind');
+});
+
+test('a single failing write rejects with its own error', async (t) => {
+  const { queue, rows } = setup(t);
+  await assert.rejects(queue.run(() => { throw new RangeError('nope'); }), RangeError);
+  assert.deepEqual(rows(), []);
+});
+
+test('when the commit cannot happen, every write of the batch is rejected and nothing is written', async (t) => {
+  const dir = tempDir(t);
+  const db = new Database(join(dir, 'q.db'), { timeout: 50 });
+  db.pragma('journal_mode = WAL');
+  db.pragma('busy_timeout = 50');
+  db.exec('CREATE TABLE t (v INTEGER PRIMARY KEY)');
+  const other = new Database(join(dir, 'q.db'));
+  t.after(() => (other.close(), db.close()));
+  other.exec('BEGIN IMMEDIATE');
+  const queue = createWriteQueue(db);
+  const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+  const outcomes = await Promise.allSettled([queue.run(() => insert.run(1)), queue.run(() => insert.run(2))]);
+  assert.deepEqual(outcomes.map((o) => o.status), ['rejected', 'rejected']);
+  assert.match(String((outcomes[0] as PromiseRejectedResult).reason?.code), /SQLITE_BUSY/);
+  other.exec('ROLLBACK');
+  assert.deepEqual(db.prepare('SELECT COUNT(*) n FROM t').get(), { n: 0 });
+});
