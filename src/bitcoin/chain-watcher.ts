@@ -25,6 +25,8 @@ export interface ChainHealth {
   pruned_fallback: string | null;
   watched_addresses: number;
   last_sync_at: string | null;
+  /** Completed re-syncs since start. */
+  syncs: number;
 }
 
 export interface ChainWatcherOptions {
@@ -40,6 +42,7 @@ export interface ChainWatcherOptions {
 }
 
 const MAX_BACKOFF_MS = 30_000;
+export const DEFAULT_RESYNC_MS = 30_000;
 const MEMPOOL_FETCH_BATCH = 500;
 
 export class ChainWatcher {
@@ -49,7 +52,7 @@ export class ChainWatcher {
   #watch: WatchSet | null = null;
   #feed: ZmqFeed | null = null;
   #zmqAvailable = true;
-  #health: ChainHealth = { status: 'connecting', error: null, tip_height: null, initial_block_download: false, zmq: 'disconnected', pruned: false, pruned_fallback: null, watched_addresses: 0, last_sync_at: null };
+  #health: ChainHealth = { status: 'connecting', error: null, tip_height: null, initial_block_download: false, zmq: 'disconnected', pruned: false, pruned_fallback: null, watched_addresses: 0, last_sync_at: null, syncs: 0 };
   #running = false;
   #syncing: Promise<void> | null = null;
   #again: { full: boolean } | null = null;
@@ -60,7 +63,8 @@ export class ChainWatcher {
   #lastPrune = 0;
 
   constructor(opts: ChainWatcherOptions) {
-    this.#o = { resyncIntervalMs: 30_000, ...opts };
+    // `?? ` and not a spread default: the runtime passes an explicit undefined.
+    this.#o = { ...opts, resyncIntervalMs: opts.resyncIntervalMs ?? DEFAULT_RESYNC_MS };
     this.#ctx = opts.ctx;
     this.#log = opts.logger;
   }
@@ -87,12 +91,16 @@ export class ChainWatcher {
     await this.#syncing;
   }
 
-  /** Asks for a re-sync; requests while one runs are folded into one more run after it. */
+  /**
+   * Asks for a re-sync and resolves when one that began after the request has
+   * finished. Requests while one runs are folded into one more run after it.
+   */
   requestSync(full: boolean, reason: string): Promise<void> {
     if (!this.#running) return Promise.resolve();
     if (this.#syncing) {
       this.#again = { full: full || (this.#again?.full ?? false) };
-      return this.#syncing;
+      // The running sync's finally starts the queued one: wait for that one too.
+      return this.#syncing.then(() => this.#syncing ?? undefined);
     }
     this.#log.debug({ reason, full }, 'chain re-sync');
     this.#syncing = this.#sync(full).finally(() => {
@@ -155,7 +163,7 @@ export class ChainWatcher {
       else await this.#checkTrackedMempool();
       this.#ctx.chain.caughtUp = true;
       this.#ctx.chain.tipHeight = this.#ctx.repos.chainBlocks.tip()?.height ?? info.blocks;
-      this.#health = { ...this.#health, status: 'synced', tip_height: this.#ctx.chain.tipHeight, last_sync_at: new Date(this.#ctx.clock.now()).toISOString() };
+      this.#health = { ...this.#health, status: 'synced', tip_height: this.#ctx.chain.tipHeight, last_sync_at: new Date(this.#ctx.clock.now()).toISOString(), syncs: this.#health.syncs + 1 };
     } catch (err) {
       const unavailable = err instanceof RpcUnavailableError;
       this.#ctx.chain.connected = !unavailable && this.#ctx.chain.connected;

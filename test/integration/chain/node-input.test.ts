@@ -74,4 +74,17 @@ describe('chain: bad input from the node', () => {
     assert.match(fatal, /bitcoind is on chain "regtest" but Till is configured for network "main"/);
     assert.equal((till.rt.health().chain as any).status, 'fatal');
   });
+
+  test('with the default settings the watcher re-syncs on its 30 s timer, not continuously', { timeout: 15_000 }, async (t) => {
+    const { startFakeBitcoind } = await import('../../fakes/bitcoind/index.ts');
+    const node = await startFakeBitcoind();
+    t.after(() => node.stop());
+    const till = await startTestTill(t, { env: nodeEnv(node) });
+    till.rt.chain!.start();
+    await till.rt.chain!.idle();
+    await new Promise((r) => setTimeout(r, 500));
+    await till.rt.chain!.idle();
+    const syncs = (till.rt.health().chain as { syncs: number }).syncs;
+    assert.ok(syncs <= 3, `${syncs} re-syncs in half a second`);
+  });
 });
