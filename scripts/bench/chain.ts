@@ -11,7 +11,7 @@ import { parseInvoiceRequest } from '../../src/domain/invoice-request.ts';
 import { createRuntime, type Runtime } from '../../src/runtime.ts';
 import { refillAddressPool } from '../../src/services/address-pool.ts';
 import { authenticateApiKey, mintApiKey, type Caller } from '../../src/services/api-keys.ts';
-import { applyBlock, applyMempoolTx } from '../../src/services/chain-payments.ts';
+import { applyBlock, applyMempoolTx, loadWatchSet } from '../../src/services/chain-payments.ts';
 import type { Context } from '../../src/services/context.ts';
 import { createInvoice, hashRequest } from '../../src/services/invoices.ts';
 import { createStore } from '../../src/services/stores.ts';
@@ -81,11 +81,10 @@ function buildBlock(prevHash: Uint8Array, payTo: Buffer[], txCount: number, time
   return Buffer.from(block.toBuffer());
 }
 
-/** What ChainWatcher does at start (#buildWatchSet): every watched invoice's script into a fresh set. */
+/** What ChainWatcher does at start: every watched invoice's script into a fresh set. */
 function rebuildWatchSet(ctx: Context): { set: WatchSet; ms: number } {
   const started = performance.now();
-  const set = new WatchSet();
-  for (const { rowid, scriptHex } of ctx.repos.invoices.iterateWatched(ctx.clock.now())) set.add(Buffer.from(scriptHex, 'hex'), rowid);
+  const set = loadWatchSet(ctx, ctx.clock.now());
   return { set, ms: performance.now() - started };
 }
 

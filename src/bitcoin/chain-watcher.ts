@@ -2,7 +2,7 @@ import { Transaction } from 'bitcoinjs-lib';
 import type { Network } from '../config.ts';
 import type { StoredInvoice } from '../db/invoices.ts';
 import type { Logger } from '../log.ts';
-import { applyBlock, applyMempoolTx, applyScannedOutput, disconnectBlock, reconcileMempool, trackedMempoolTxids } from '../services/chain-payments.ts';
+import { applyBlock, applyMempoolTx, applyScannedOutput, disconnectBlock, loadWatchSet, reconcileMempool, trackedMempoolTxids } from '../services/chain-payments.ts';
 import type { Context } from '../services/context.ts';
 import { RPC_PRUNED_OR_MISC, type Bitcoind } from './bitcoind.ts';
 import { CHAIN_NAMES } from './node-connection.ts';
@@ -125,9 +125,7 @@ export class ChainWatcher {
 
   #buildWatchSet(): void {
     const now = this.#ctx.clock.now();
-    const set = new WatchSet();
-    for (const { rowid, scriptHex } of this.#ctx.repos.invoices.iterateWatched(now)) set.add(Buffer.from(scriptHex, 'hex'), rowid);
-    this.#watch = set;
+    this.#watch = loadWatchSet(this.#ctx, now);
     this.#lastPrune = now;
   }
 

@@ -118,8 +118,8 @@ export function createInvoicesRepo(db: Db) {
   const byId = db.prepare<[string], InvoiceRow>('SELECT rowid, * FROM invoices WHERE id = ?');
   const byAddress = db.prepare<[string], InvoiceRow>('SELECT rowid, * FROM invoices WHERE address = ?');
   const byRowid = db.prepare<[number], InvoiceRow>('SELECT rowid, * FROM invoices WHERE rowid = ?');
-  const watched = db.prepare<[number], { rowid: number; script_hex: string }>(
-    'SELECT rowid, script_hex FROM invoices WHERE watch_until IS NULL OR watch_until > ?',
+  const watched = db.prepare<[number], { rowid: number; script: Buffer }>(
+    'SELECT rowid, unhex(script_hex) AS script FROM invoices WHERE watch_until IS NULL OR watch_until > ?',
   );
   const versions = db.prepare<[string], { id: string; version: number }>(
     'SELECT i.id, i.version FROM invoices i JOIN json_each(?) j ON i.id = j.value',
@@ -139,6 +139,7 @@ export function createInvoicesRepo(db: Db) {
   const withBlockPayments = db.prepare<[string], InvoiceRow>(
     'SELECT rowid, * FROM invoices WHERE id IN (SELECT invoice_id FROM payments WHERE block_hash = ?)',
   );
+  const touch = db.prepare<[number | null, string]>('UPDATE invoices SET version = version + 1, watch_until = ? WHERE id = ?');
   const refreshConfirmations = db.prepare<[number, number]>(
     "UPDATE payments SET confirmations = ? - block_height + 1 WHERE status = 'confirmed' AND block_height >= ?",
   );
@@ -219,9 +220,9 @@ export function createInvoicesRepo(db: Db) {
     getByRowid(rowid: number): StoredInvoice | null {
       return load(byRowid.get(rowid));
     },
-    /** Every invoice whose address the chain watcher must watch at this time. */
-    *iterateWatched(now: number): IterableIterator<{ rowid: number; scriptHex: string }> {
-      for (const r of watched.iterate(now)) yield { rowid: r.rowid, scriptHex: r.script_hex };
+    /** Every invoice whose address the chain watcher must watch at this time, with its output script. */
+    *iterateWatched(now: number): IterableIterator<{ rowid: number; script: Buffer }> {
+      for (const r of watched.iterate(now)) yield { rowid: r.rowid, script: r.script };
     },
     /** The current version of each of these invoices. */
     versionsOf(ids: string[]): Array<{ id: string; version: number }> {
@@ -242,6 +243,10 @@ export function createInvoicesRepo(db: Db) {
     },
     listWithPaymentsInBlock(hash: string): StoredInvoice[] {
       return loadMany(withBlockPayments.all(hash));
+    },
+    /** A new version with nothing but the watch horizon changed (confirmation counts moved). */
+    touch(id: string, watchUntil: number | null): void {
+      touch.run(watchUntil, id);
     },
     /** Confirmation counts of payments mined in the last `depth` blocks, as of `tip`. */
     refreshConfirmations(tip: number, depth: number): void {

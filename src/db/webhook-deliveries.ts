@@ -56,8 +56,11 @@ export function createWebhookDeliveriesRepo(db: Db) {
      VALUES (@id, @eventId, @storeId, @endpointId, @target, @url, 'attempting', @nextAttemptAt, @createdAt)`,
   );
   const byId = db.prepare<[string], DeliveryRecord>(`SELECT ${COLUMNS} FROM webhook_deliveries d WHERE d.id = ?`);
+  // The inner query walks only the due range of the (next_attempt_at, target)
+  // index; a plain DISTINCT lets the planner scan every waiting row instead.
   const dueTargets = db.prepare<[number, number], { target: string }>(
-    `SELECT DISTINCT target FROM webhook_deliveries WHERE status = 'attempting' AND next_attempt_at <= ? LIMIT ?`,
+    `SELECT DISTINCT target FROM (SELECT target FROM webhook_deliveries
+       WHERE status = 'attempting' AND next_attempt_at <= ? ORDER BY next_attempt_at) LIMIT ?`,
   );
   const dueForTarget = db.prepare<[string, number, number], DueDelivery>(
     `SELECT ${COLUMNS}, e.type AS eventType, e.body FROM webhook_deliveries d JOIN events e ON e.id = d.event_id

@@ -1,8 +1,8 @@
 import type { Block, Transaction } from 'bitcoinjs-lib';
-import type { WatchSet } from '../bitcoin/watch-set.ts';
+import { WatchSet } from '../bitcoin/watch-set.ts';
 import type { StoredInvoice } from '../db/invoices.ts';
 import type { Payment } from '../domain/invoice.ts';
-import { transition } from '../domain/invoice-state.ts';
+import { transition, watchUntil } from '../domain/invoice-state.ts';
 import { isSimulatedPayment } from '../domain/simulate.ts';
 import type { Context } from './context.ts';
 import { saveTransition } from './invoices.ts';
@@ -17,6 +17,13 @@ export const CONFIRMATION_TRACKING_DEPTH = 1000;
 /** Invoices with payments this close to the tip are re-evaluated on every block. */
 const STATE_DEPTH = 7;
 const BLOCKS_KEPT = 1000;
+
+/** The watch set as of now: every invoice whose address must be watched. */
+export function loadWatchSet(ctx: Context, now: number): WatchSet {
+  const set = new WatchSet();
+  for (const { rowid, script } of ctx.repos.invoices.iterateWatched(now)) set.add(script, rowid);
+  return set;
+}
 
 export interface OutputMatch {
   invoice: StoredInvoice;
@@ -49,8 +56,14 @@ function withPayment(payments: Payment[], p: Payment): Payment[] {
 
 /** Runs the state machine on an invoice's new payment list and saves the result. */
 function applyPayments(ctx: Context, inv: StoredInvoice, payments: Payment[], now: number): StoredInvoice {
-  const known = new Set(inv.payments.map((p) => `${p.txid}:${p.vout}`));
   const { invoice, events } = transition(inv, { kind: 'payments', payments }, now);
+  if (payments === inv.payments && events.length === 0 && invoice.status === inv.status && invoice.paidAt === inv.paidAt && invoice.expiredAt === inv.expiredAt) {
+    // Only confirmation counts moved (already written): a new version for the
+    // checkout streams, and the watch horizon, without rewriting every payment.
+    ctx.repos.invoices.touch(inv.id, watchUntil(invoice));
+    return { ...inv, version: inv.version + 1 };
+  }
+  const known = new Set(inv.payments.map((p) => `${p.txid}:${p.vout}`));
   for (const p of payments) {
     // Gap-limit bookkeeping: this index of the xpub is funded.
     if (!known.has(`${p.txid}:${p.vout}`)) ctx.repos.xpubs.recordFunding(inv.xpubId, inv.addressIndex, now);
@@ -92,6 +105,10 @@ export function applyBlock(ctx: Context, watch: WatchSet, block: Block, height: 
   const blockTime = block.timestamp * 1000;
   const found = (block.transactions ?? []).flatMap((tx) => matchOutputs(ctx, watch, tx).map((m) => ({ ...m, txid: tx.getId() })));
   return ctx.db.transaction(() => {
+    ctx.repos.chainBlocks.insert({ height, hash, prevHash: Buffer.from(block.prevHash!).reverse().toString('hex') }, now);
+    ctx.repos.chainBlocks.pruneBelow(height - BLOCKS_KEPT);
+    // Counts first, so every evaluation below sees the payments at this block's depth.
+    ctx.repos.invoices.refreshConfirmations(height, CONFIRMATION_TRACKING_DEPTH);
     const changed = new Map<string, StoredInvoice>();
     for (const m of found) {
       const inv = byId(changed, ctx.repos.invoices.get(m.invoice.id)!);
@@ -99,11 +116,9 @@ export function applyBlock(ctx: Context, watch: WatchSet, block: Block, height: 
       const payment: Payment = { txid: m.txid, vout: m.vout, amountSats: m.sats, status: 'confirmed', confirmations: 1, blockHeight: height, blockHash: hash, firstSeenAt: Math.min(now, blockTime) };
       changed.set(inv.id, applyPayments(ctx, inv, withPayment(inv.payments, payment), now));
     }
-    ctx.repos.chainBlocks.insert({ height, hash, prevHash: Buffer.from(block.prevHash!).reverse().toString('hex') }, now);
-    ctx.repos.chainBlocks.pruneBelow(height - BLOCKS_KEPT);
-    ctx.repos.invoices.refreshConfirmations(height, CONFIRMATION_TRACKING_DEPTH);
+    // Invoices with recent payments may cross their confirmation threshold now.
     for (const inv of ctx.repos.invoices.listWithPaymentsFromHeight(height - STATE_DEPTH + 1)) {
-      changed.set(inv.id, applyPayments(ctx, inv, inv.payments, now));
+      if (!changed.has(inv.id)) changed.set(inv.id, applyPayments(ctx, inv, inv.payments, now));
     }
     return [...changed.values()];
   }).immediate();

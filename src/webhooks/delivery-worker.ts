@@ -35,6 +35,8 @@ export class DeliveryWorker {
   #timer: NodeJS.Timeout | null = null;
   #wakeScheduled = false;
   #unsubscribe: (() => void) | null = null;
+  /** Unsealed secrets by sealed text: AES-GCM once per secret, not per attempt. */
+  readonly #opened = new Map<string, string>();
 
   constructor(ctx: Context, logger: Logger, opts: DeliveryWorkerOptions = {}) {
     this.#ctx = ctx;
@@ -119,6 +121,16 @@ export class DeliveryWorker {
     return ep && ep.enabled ? ep.secrets : null;
   }
 
+  #open(sealed: string): string {
+    let plain = this.#opened.get(sealed);
+    if (plain === undefined) {
+      if (this.#opened.size >= 1024) this.#opened.clear();
+      plain = this.#ctx.secrets.open(sealed);
+      this.#opened.set(sealed, plain);
+    }
+    return plain;
+  }
+
   async #attempt(d: DueDelivery): Promise<void> {
     const ctx = this.#ctx;
     const startedAt = ctx.clock.now();
@@ -129,8 +141,8 @@ export class DeliveryWorker {
       result = { responseBody: null, error: 'endpoint disabled or deleted', timedOut: false, durationMs: 0 };
     } else {
       const secrets = validSecrets(
-        ctx.secrets.open(sealed.secret),
-        sealed.previous ? ctx.secrets.open(sealed.previous) : null,
+        this.#open(sealed.secret),
+        sealed.previous ? this.#open(sealed.previous) : null,
         sealed.previousExpiresAt,
         startedAt,
       );

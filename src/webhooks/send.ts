@@ -41,6 +41,20 @@ function guardedLookup(allowPrivate: boolean): LookupFunction {
   };
 }
 
+// Connections are kept alive between attempts to the same receiver; every new
+// socket goes through the guarded lookup, so the address check still applies.
+const agents = new Map<string, http.Agent>();
+function agentFor(protocol: string, allowPrivate: boolean): http.Agent {
+  const key = `${protocol}${allowPrivate}`;
+  let agent = agents.get(key);
+  if (!agent) {
+    const opts = { keepAlive: true, maxSockets: 32, maxFreeSockets: 8, timeout: 30_000 };
+    agent = protocol === 'https:' ? new https.Agent(opts) : new http.Agent(opts);
+    agents.set(key, agent);
+  }
+  return agent;
+}
+
 /**
  * One webhook attempt: POST, no redirects followed, one deadline for the whole
  * exchange (connect, headers and body), at most 4 KiB of the answer kept.
@@ -60,7 +74,8 @@ export function sendWebhook(req: SendRequest): Promise<SendResult> {
       clearTimeout(timer);
       const responseBody = status === undefined && chunks.length === 0 ? null : Buffer.concat(chunks).toString('utf8');
       resolve({ status, responseBody, error, timedOut, durationMs: elapsed() });
-      request.destroy();
+      // A complete answer leaves the socket to the pool; anything else closes it.
+      if (error || timedOut) request.destroy();
     };
     let url: URL;
     try {
@@ -75,7 +90,7 @@ export function sendWebhook(req: SendRequest): Promise<SendResult> {
       method: 'POST',
       headers: { ...req.headers, 'content-length': Buffer.byteLength(req.body).toString() },
       lookup: guardedLookup(req.allowPrivate),
-      agent: false,
+      agent: agentFor(url.protocol, req.allowPrivate),
     });
     const timer = setTimeout(() => finish(`timeout after ${req.timeoutMs} ms`, true), req.timeoutMs);
     request.on('response', (res) => {
