@@ -7,6 +7,20 @@ const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 
 export type IdPrefix = 'inv' | 'sto' | 'evt' | 'we' | 'dlv' | 'key' | 'xpb' | 'ven' | 'pay';
 
+// Random bytes are drawn 4 KiB at a time: one call per ~400 ids, not one each.
+const POOL_BYTES = 4096;
+let pool = Buffer.alloc(0);
+let offset = 0;
+
+function randomTen(): Buffer {
+  if (offset + 10 > pool.length) {
+    pool = randomBytes(POOL_BYTES);
+    offset = 0;
+  }
+  offset += 10;
+  return pool.subarray(offset - 10, offset);
+}
+
 export function newId(prefix: IdPrefix, nowMs: number): string {
   let time = '';
   let t = Math.floor(nowMs);
@@ -14,7 +28,7 @@ export function newId(prefix: IdPrefix, nowMs: number): string {
     time = ALPHABET[t % 32] + time;
     t = Math.floor(t / 32);
   }
-  const rnd = randomBytes(10);
+  const rnd = randomTen();
   let random = '';
   // 80 bits -> 16 base32 chars, 5 bits at a time.
   let acc = 0;

@@ -42,7 +42,10 @@ export function createEventsRepo(db: Db) {
   );
   const ofInvoice = db.prepare<[string], Row>('SELECT * FROM events WHERE invoice_id = ? ORDER BY seq');
   const after = db.prepare<[number, number], Row>('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?');
-  const undispatched = db.prepare<[number], Row>('SELECT * FROM events WHERE dispatched = 0 ORDER BY seq LIMIT ?');
+  const undispatched = db.prepare<[number], Row & { callback_url: string | null }>(
+    `SELECT e.*, i.callback_url FROM events e LEFT JOIN invoices i ON i.id = e.invoice_id
+     WHERE e.dispatched = 0 ORDER BY e.seq LIMIT ?`,
+  );
   const markDispatched = db.prepare<[number]>('UPDATE events SET dispatched = 1 WHERE seq = ?');
   const insertDispatched = db.prepare(
     'INSERT INTO events (id, type, store_id, invoice_id, livemode, created_at, body, dispatched) VALUES (@id, @type, @storeId, @invoiceId, @livemode, @createdAt, @body, 1)',
@@ -57,9 +60,9 @@ export function createEventsRepo(db: Db) {
     listAfter(seq: number, limit: number): EventRecord[] {
       return after.all(seq, limit).map(toRecord);
     },
-    /** The outbox: events not yet turned into deliveries, oldest first. */
-    listUndispatched(limit: number): EventRecord[] {
-      return undispatched.all(limit).map(toRecord);
+    /** The outbox: events not yet turned into deliveries, oldest first, with their invoice's callback_url. */
+    listUndispatched(limit: number): Array<EventRecord & { callbackUrl: string | null }> {
+      return undispatched.all(limit).map((r) => ({ ...toRecord(r), callbackUrl: r.callback_url }));
     },
     markDispatched(seq: number): void {
       markDispatched.run(seq);

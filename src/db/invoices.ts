@@ -116,7 +116,6 @@ export type InvoicesRepo = ReturnType<typeof createInvoicesRepo>;
 
 export function createInvoicesRepo(db: Db) {
   const byId = db.prepare<[string], InvoiceRow>('SELECT rowid, * FROM invoices WHERE id = ?');
-  const byAddress = db.prepare<[string], InvoiceRow>('SELECT rowid, * FROM invoices WHERE address = ?');
   const byRowid = db.prepare<[number], InvoiceRow>('SELECT rowid, * FROM invoices WHERE rowid = ?');
   const watched = db.prepare<[number], { rowid: number; script: Buffer }>(
     'SELECT rowid, unhex(script_hex) AS script FROM invoices WHERE watch_until IS NULL OR watch_until > ?',
@@ -213,9 +212,6 @@ export function createInvoicesRepo(db: Db) {
   return {
     get(id: string): StoredInvoice | null {
       return load(byId.get(id));
-    },
-    findByAddress(address: string): StoredInvoice | null {
-      return load(byAddress.get(address));
     },
     getByRowid(rowid: number): StoredInvoice | null {
       return load(byRowid.get(rowid));

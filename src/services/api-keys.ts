@@ -34,6 +34,7 @@ export function revokeApiKey(ctx: Context, id: string): ApiKeyRecord {
     const rec = ctx.repos.apiKeys.get(id);
     if (!rec) throw new ApiError('not_found', `no API key ${id}`);
     ctx.repos.apiKeys.revoke(id, ctx.clock.now());
+    forgetCallers(ctx);
     return ctx.repos.apiKeys.get(id)!;
   });
 }
@@ -43,16 +44,44 @@ export interface Caller {
   store: Store;
 }
 
+// Every API call looks its key and store up; both change rarely. They are
+// cached per context and the cache is dropped whenever this process changes a
+// key or store (forgetCallers) or another process (the CLI) commits anything
+// (PRAGMA data_version moved), so a revocation applies to the next request.
+const callerCache = new WeakMap<Context, { dataVersion: number; byHash: Map<string, { rec: ApiKeyRecord; store: Store | null }> }>();
+
+function cachedCallers(ctx: Context): Map<string, { rec: ApiKeyRecord; store: Store | null }> {
+  const dataVersion = ctx.repos.meta.dataVersion();
+  let cache = callerCache.get(ctx);
+  if (!cache || cache.dataVersion !== dataVersion || cache.byHash.size > 10_000) {
+    cache = { dataVersion, byHash: new Map() };
+    callerCache.set(ctx, cache);
+  }
+  return cache.byHash;
+}
+
+/** Called by every change to a key or store made in this process. */
+export function forgetCallers(ctx: Context): void {
+  callerCache.delete(ctx);
+}
+
 /** Resolves an Authorization header to its key and store, with the spec's 401/404 codes (spec 5). */
 export function authenticateApiKey(ctx: Context, authorization: string | null | undefined): Caller {
   const key = readBearer(authorization);
   if (!key) throw new ApiError('api_key_invalid', 'Authorization: Bearer <API key> is required');
   if (!parseApiKey(key)) throw new ApiError('api_key_invalid', 'the API key is malformed');
   const hash = hashApiKey(key);
-  const rec = ctx.repos.apiKeys.findByHash(hash);
-  if (!rec || !hashesEqual(rec.secretHash, hash)) throw new ApiError('api_key_invalid', 'the API key is not known');
+  const cache = cachedCallers(ctx);
+  const hex = hash.toString('hex');
+  let found = cache.get(hex);
+  if (!found) {
+    const rec = ctx.repos.apiKeys.findByHash(hash);
+    if (!rec || !hashesEqual(rec.secretHash, hash)) throw new ApiError('api_key_invalid', 'the API key is not known');
+    found = { rec, store: ctx.repos.stores.get(rec.storeId) };
+    cache.set(hex, found);
+  }
+  const { rec, store } = found;
   if (rec.revokedAt !== null) throw new ApiError('api_key_revoked', 'the API key was revoked');
-  const store = ctx.repos.stores.get(rec.storeId);
   if (!store || store.archivedAt !== null) throw new ApiError('not_found', 'the store of this API key was archived');
   if (store.mode !== rec.env) {
     throw new ApiError('api_key_wrong_env', `a ${rec.env} key cannot be used on a store in ${store.mode} mode`);

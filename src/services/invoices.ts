@@ -4,7 +4,6 @@ import { ApiError } from '../domain/errors.ts';
 import type { Invoice } from '../domain/invoice.ts';
 import type { InvoiceRequest } from '../domain/invoice-request.ts';
 import { transition, type DomainEvent } from '../domain/invoice-state.ts';
-import { invoiceView } from '../domain/invoice-view.ts';
 import { centsToSats } from '../domain/money.ts';
 import { simulate, type SimulatedEvent } from '../domain/simulate.ts';
 import { newId } from '../ids.ts';
@@ -147,8 +146,7 @@ async function createAdmitted(ctx: Context, input: CreateInvoiceInput): Promise<
       version: 1,
     };
     const invoice: StoredInvoice = { ...fields, rowid: ctx.repos.invoices.insert(fields) };
-    recordEvents(ctx, invoice, [{ type: 'invoice.created' }]);
-    const body = JSON.stringify(invoiceView(invoice, ctx.baseUrl));
+    const body = recordEvents(ctx, invoice, [{ type: 'invoice.created' }]);
     if (idempotencyKey) ctx.repos.idempotency.put(caller.apiKey.id, idempotencyKey, { requestHash, status: 201, body, createdAt: now });
     return { status: 201, body, replayed: false, invoice };
   }).then((result) => {

@@ -2,6 +2,7 @@ import { ApiError, invalidField } from '../domain/errors.ts';
 import { STORE_LIMITS, STORE_MODES, type Store, type StoreSettings } from '../domain/store.ts';
 import { newId } from '../ids.ts';
 import { generateWebhookSecret } from '../webhooks/secrets.ts';
+import { forgetCallers } from './api-keys.ts';
 import { inTransaction } from '../db/connection.ts';
 import type { Context } from './context.ts';
 
@@ -76,6 +77,7 @@ export function updateStore(ctx: Context, id: string, settings: StoreSettings): 
     const defined = Object.fromEntries(Object.entries(settings).filter(([, v]) => v !== undefined));
     const next: Store = { ...store, ...defined, name: (settings.name ?? store.name).trim() };
     ctx.repos.stores.update(next);
+    forgetCallers(ctx);
     return next;
   });
 }
@@ -86,6 +88,7 @@ export function archiveStore(ctx: Context, id: string): Store {
     if (store.archivedAt !== null) return store;
     const next = { ...store, archivedAt: ctx.clock.now() };
     ctx.repos.stores.update(next);
+    forgetCallers(ctx);
     return next;
   });
 }

@@ -1,4 +1,3 @@
-import type { EventRecord } from '../db/events.ts';
 import { newId } from '../ids.ts';
 import type { Context } from '../services/context.ts';
 
@@ -27,16 +26,9 @@ export function dispatchEvents(ctx: Context, limit = 500): number {
     if (!endpoints) endpointsByStore.set(e.storeId, (endpoints = ctx.repos.webhookEndpoints.listForStore(e.storeId)));
     const add = (endpointId: string | null, target: string, url: string) =>
       ctx.repos.webhookDeliveries.insert({ id: newId('dlv', now), eventId: e.id, storeId: e.storeId, endpointId, target, url, nextAttemptAt: now, createdAt: now });
-    const callbackUrl = callbackUrlOf(e);
-    if (callbackUrl) add(null, callbackTarget(callbackUrl), callbackUrl);
+    if (e.callbackUrl) add(null, callbackTarget(e.callbackUrl), e.callbackUrl);
     for (const ep of endpoints) if (ep.enabled && subscribes(ep.enabledEvents, e.type)) add(ep.id, ep.id, ep.url);
     ctx.repos.events.markDispatched(e.seq);
   }
   return events.length;
-}
-
-function callbackUrlOf(e: EventRecord): string | null {
-  const body = JSON.parse(e.body) as { data?: { invoice?: { callback_url?: unknown } } };
-  const url = body.data?.invoice?.callback_url;
-  return typeof url === 'string' ? url : null;
 }
