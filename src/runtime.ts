@@ -160,6 +160,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
       await Promise.all(loops.map((l) => l.stop()));
       lease?.release();
       db.close();
+      logger.flush();
     },
   };
 }
