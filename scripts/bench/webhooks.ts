@@ -218,10 +218,10 @@ export async function runWebhooksBench(): Promise<BenchRow[]> {
     log(`inserting ${WAITING.toLocaleString('en-US')} deliveries waiting for retry`);
     const pick = measurePickAmongWaiting(retries.path, receiver.url);
 
-    const worker = `the real DeliveryWorker (at most 16 attempts in flight per endpoint, 256 in all), each attempt signed afresh, sent on a new connection and recorded in SQLite (synchronous=FULL); the outbox dispatch is included; receiver in a child process checked every signature (${signatures.valid} valid, ${signatures.invalid} invalid)`;
+    const worker = `the real DeliveryWorker (at most 16 attempts in flight per endpoint, 256 in all), each attempt signed afresh, sent over kept-alive connections and recorded in SQLite (synchronous=FULL, group-committed); the outbox dispatch is included; receiver in a child process checked every signature (${signatures.valid} valid, ${signatures.invalid} invalid)`;
     const drainNote = (r: { drained: boolean; delivered: number }) => (r.drained ? '' : ` Not drained within ${THROUGHPUT_DEADLINE_MS / 1000} s: ${r.delivered} delivered.`);
     const commits =
-      "every finished attempt is committed in a small write-queue transaction of its own (about a third of the worker's time), after which pump runs dueTargets, whose SELECT DISTINCT walks every attempting delivery (the backlog) on each call; each attempt also opens a new TCP connection and decrypts the sealed secret (docs/PERFORMANCE.md).";
+      'each attempt is a real signed HTTP exchange with a receiver in another process over loopback, and its outcome a durable (group-committed) write; the worker, the HTTP client and the SQLite commits share one event loop (docs/PERFORMANCE.md).';
     const rows: BenchRow[] = [
       {
         name: 'signed deliveries, 1 endpoint',
@@ -258,7 +258,7 @@ export async function runWebhooksBench(): Promise<BenchRow[]> {
       'signed deliveries, 1 endpoint': commits,
       [`signed deliveries, ${MANY_ENDPOINTS} endpoints`]: 'of the same causes as the one-endpoint row (see its note).',
       'pick due deliveries, 1M waiting (p99)':
-        "dueTargets' SELECT DISTINCT target walks the whole webhook_deliveries_target_due index (every attempting row) instead of the due range of webhook_deliveries_due; the same query forced onto that index answers in about 0.05 ms (docs/PERFORMANCE.md).",
+        'the due range of webhook_deliveries_due is scanned for distinct targets, then each target\'s due rows read through webhook_deliveries_target_due (docs/PERFORMANCE.md).',
     };
     return rows.map((row) => (why[row.name] ? explainMiss(row, why[row.name]!) : row));
   } finally {
