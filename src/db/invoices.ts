@@ -43,6 +43,9 @@ interface PaymentRow {
 }
 
 
+/** watch_until of an invoice watched for as long as its state needs (watchUntil() is null). */
+export const WATCH_WHILE_NEEDED = Number.MAX_SAFE_INTEGER;
+
 /** An invoice as stored: the domain record plus where its address came from. */
 export interface StoredInvoice extends Invoice {
   /** SQLite rowid: the chain watcher's compact handle for the invoice. */
@@ -117,14 +120,18 @@ export type InvoicesRepo = ReturnType<typeof createInvoicesRepo>;
 export function createInvoicesRepo(db: Db) {
   const byId = db.prepare<[string], InvoiceRow>('SELECT rowid, * FROM invoices WHERE id = ?');
   const byRowid = db.prepare<[number], InvoiceRow>('SELECT rowid, * FROM invoices WHERE rowid = ?');
-  const watched = db.prepare<[number], { rowid: number; script: Buffer }>(
-    'SELECT rowid, unhex(script_hex) AS script FROM invoices WHERE watch_until IS NULL OR watch_until > ?',
-  );
+  // Raw rows (arrays): the start-up rebuild steps through a million of them.
+  const watched = db
+    .prepare<[number], [number, Buffer]>('SELECT rowid, unhex(script_hex) FROM invoices WHERE watch_until > ?')
+    .raw(true);
   const versions = db.prepare<[string], { id: string; version: number }>(
     'SELECT i.id, i.version FROM invoices i JOIN json_each(?) j ON i.id = j.value',
   );
+  const countWatched = db
+    .prepare<[number], number>('SELECT COUNT(*) FROM invoices WHERE watch_until > ?')
+    .pluck();
   const watchedAddresses = db.prepare<[number], { address: string }>(
-    'SELECT address FROM invoices WHERE watch_until IS NULL OR watch_until > ?',
+    'SELECT address FROM invoices WHERE watch_until > ?',
   );
   const unwatchedSince = db.prepare<[number, number], { rowid: number; script_hex: string }>(
     'SELECT rowid, script_hex FROM invoices WHERE watch_until > ? AND watch_until <= ?',
@@ -138,7 +145,7 @@ export function createInvoicesRepo(db: Db) {
   const withBlockPayments = db.prepare<[string], InvoiceRow>(
     'SELECT rowid, * FROM invoices WHERE id IN (SELECT invoice_id FROM payments WHERE block_hash = ?)',
   );
-  const touch = db.prepare<[number | null, string]>('UPDATE invoices SET version = version + 1, watch_until = ? WHERE id = ?');
+  const touch = db.prepare<[number, string]>('UPDATE invoices SET version = version + 1, watch_until = ? WHERE id = ?');
   const refreshConfirmations = db.prepare<[number, number]>(
     "UPDATE payments SET confirmations = ? - block_height + 1 WHERE status = 'confirmed' AND block_height >= ?",
   );
@@ -216,9 +223,12 @@ export function createInvoicesRepo(db: Db) {
     getByRowid(rowid: number): StoredInvoice | null {
       return load(byRowid.get(rowid));
     },
-    /** Every invoice whose address the chain watcher must watch at this time, with its output script. */
-    *iterateWatched(now: number): IterableIterator<{ rowid: number; script: Buffer }> {
-      for (const r of watched.iterate(now)) yield { rowid: r.rowid, script: r.script };
+    countWatched(now: number): number {
+      return countWatched.get(now)!;
+    },
+    /** [rowid, output script] of every invoice whose address must be watched at this time. */
+    iterateWatched(now: number): IterableIterator<[number, Buffer]> {
+      return watched.iterate(now);
     },
     /** The current version of each of these invoices. */
     versionsOf(ids: string[]): Array<{ id: string; version: number }> {
@@ -242,7 +252,7 @@ export function createInvoicesRepo(db: Db) {
     },
     /** A new version with nothing but the watch horizon changed (confirmation counts moved). */
     touch(id: string, watchUntil: number | null): void {
-      touch.run(watchUntil, id);
+      touch.run(watchUntil ?? WATCH_WHILE_NEEDED, id);
     },
     /** Confirmation counts of payments mined in the last `depth` blocks, as of `tip`. */
     refreshConfirmations(tip: number, depth: number): void {
@@ -263,7 +273,7 @@ export function createInvoicesRepo(db: Db) {
     },
     /** Writes the state fields and the payment list of an invoice after a transition. */
     saveTransition(before: StoredInvoice, after: Invoice): void {
-      updateState.run({ ...after, watchUntil: watchUntil(after) });
+      updateState.run({ ...after, watchUntil: watchUntil(after) ?? WATCH_WHILE_NEEDED });
       const kept = new Set(after.payments.map((p) => `${p.txid}:${p.vout}`));
       for (const p of before.payments) if (!kept.has(`${p.txid}:${p.vout}`)) deletePayment.run(p.txid, p.vout);
       for (const p of after.payments) {
