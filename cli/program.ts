@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import { SETTINGS } from '../src/config.ts';
 import { VERSION } from '../src/version.ts';
+import { backupCommand } from './commands/backup.ts';
 import { configCommand } from './commands/config.ts';
 import { deliveriesCommand } from './commands/deliveries.ts';
 import { initCommand } from './commands/init.ts';
@@ -28,6 +29,7 @@ export function buildProgram(): Command {
   program.addCommand(keysCommand());
   program.addCommand(webhooksCommand());
   program.addCommand(deliveriesCommand());
+  program.addCommand(backupCommand());
   program.addCommand(configCommand());
   // Commands built apart and added keep their own help settings: show the global flags everywhere.
   const showGlobals = (cmd: Command): void => {

@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
+import { copyFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { databasePath } from '../../../src/db/connection.ts';
+import { systemClock } from '../../../src/clock.ts';
+import { loadConfig } from '../../../src/config.ts';
+import { databasePath, openDatabase } from '../../../src/db/connection.ts';
+import { createContext } from '../../../src/services/context.ts';
 import { DEMO_XPUB } from '../../../src/services/demo.ts';
 import { runTill, tillJson } from '../../helpers/cli.ts';
 import { testTpub, testXpub } from '../../helpers/keys.ts';
@@ -119,7 +124,7 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     assert.equal(shown['bitcoind.rpc_password'], '********');
     const help = await runTill(['--help']);
     assert.equal(help.code, 0);
-    for (const cmd of ['serve', 'store', 'xpub', 'keys', 'webhooks', 'deliveries', 'config']) assert.match(help.stdout, new RegExp(`\\n\\s+${cmd}\\b`));
+    for (const cmd of ['init', 'serve', 'store', 'xpub', 'keys', 'webhooks', 'deliveries', 'backup', 'config']) assert.match(help.stdout, new RegExp(`\\n\\s+${cmd}\\b`));
     const sub = await runTill(['xpub', 'add', '--help']);
     assert.match(sub.stdout, /--gap-limit/);
     assert.match(sub.stdout, /--data-dir/, 'global options are shown in subcommand help');
@@ -145,5 +150,29 @@ describe('till init', () => {
     assert.match(again.stderr, /till\.toml exists/);
     assert.equal((await runTill(['init', '--yes', '--force'], { dataDir })).code, 0);
     assert.equal((await tillJson(['config', 'show'], { dataDir })).network, 'main', 'forced init with no flags writes the defaults');
+  });
+});
+
+describe('till backup', () => {
+  test('a backup restored into a new data dir has the stores, keys and readable webhook secrets', async (t) => {
+    const dataDir = tempDir(t);
+    const out = tempDir(t);
+    const store = await tillJson(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir });
+    const ep = await tillJson(['webhooks', 'add', '--store', store.id, '--url', 'https://shop.example/hook'], { dataDir });
+    const backup = await tillJson(['backup', '--out', out], { dataDir });
+    assert.deepEqual(backup.files, ['till.db', 'secret.key']);
+    for (const f of backup.files) assert.equal(statSync(join(backup.path, f)).mode & 0o777, 0o600, `${f} is private`);
+    // Restore: the two files into an empty data dir.
+    const restored = tempDir(t);
+    for (const f of backup.files) copyFileSync(join(backup.path, f), join(restored, f));
+    const stores = await tillJson(['store', 'list'], { dataDir: restored });
+    assert.deepEqual(stores.map((s: any) => s.id), [store.id]);
+    const db = openDatabase(restored);
+    t.after(() => db.close());
+    const ctx = createContext(db, systemClock, loadConfig({ env: { TILL_DATA_DIR: restored } }));
+    assert.equal(ctx.secrets.open(ctx.repos.webhookEndpoints.get(ep.id)!.secrets.secret), ep.secret, 'the sealed secret opens with the copied key');
+    const again = await runTill(['backup'], { dataDir });
+    assert.notEqual(again.code, 0);
+    assert.match(again.stderr, /required option '--out <dir>'/);
   });
 });
