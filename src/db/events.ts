@@ -46,6 +46,7 @@ export function createEventsRepo(db: Db) {
     `SELECT e.*, i.callback_url FROM events e LEFT JOIN invoices i ON i.id = e.invoice_id
      WHERE e.dispatched = 0 ORDER BY e.seq LIMIT ?`,
   );
+  const anyUndispatched = db.prepare<[], number>('SELECT 1 FROM events WHERE dispatched = 0 LIMIT 1').pluck();
   const markDispatched = db.prepare<[number]>('UPDATE events SET dispatched = 1 WHERE seq = ?');
   const insertDispatched = db.prepare(
     'INSERT INTO events (id, type, store_id, invoice_id, livemode, created_at, body, dispatched) VALUES (@id, @type, @storeId, @invoiceId, @livemode, @createdAt, @body, 1)',
@@ -63,6 +64,10 @@ export function createEventsRepo(db: Db) {
     /** The outbox: events not yet turned into deliveries, oldest first, with their invoice's callback_url. */
     listUndispatched(limit: number): Array<EventRecord & { callbackUrl: string | null }> {
       return undispatched.all(limit).map((r) => ({ ...toRecord(r), callbackUrl: r.callback_url }));
+    },
+    /** A read: is there anything in the outbox at all? */
+    hasUndispatched(): boolean {
+      return anyUndispatched.get() !== undefined;
     },
     markDispatched(seq: number): void {
       markDispatched.run(seq);

@@ -71,7 +71,8 @@ export class DeliveryWorker {
 
   /** Dispatches the outbox and starts every due attempt that fits the bounds; returns those attempts. */
   async pump(): Promise<Promise<void>[]> {
-    while ((await this.#ctx.writes.run(() => dispatchEvents(this.#ctx))) > 0);
+    // Most wakes (an attempt finished) find the outbox empty: check with a read before taking the write lock.
+    while (this.#ctx.repos.events.hasUndispatched() && (await this.#ctx.writes.run(() => dispatchEvents(this.#ctx))) > 0);
     const now = this.#ctx.clock.now();
     const started: Promise<void>[] = [];
     for (const target of this.#ctx.repos.webhookDeliveries.dueTargets(now, 10_000)) {
