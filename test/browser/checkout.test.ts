@@ -25,8 +25,12 @@ function chromiumMissing(): string | null {
   if (existsSync(CHROMIUM)) return null;
   if (process.getuid?.() === 0 && process.env.CI === 'true') {
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    execFileSync('apt-get', ['update', '-qq'], { env, stdio: 'inherit', timeout: 300_000 });
-    execFileSync('apt-get', ['install', '-y', '-qq', 'chromium'], { env, stdio: 'inherit', timeout: 600_000 });
+    try {
+      execFileSync('apt-get', ['update', '-qq'], { env, stdio: 'inherit', timeout: 300_000 });
+      execFileSync('apt-get', ['install', '-y', '-qq', 'chromium'], { env, stdio: 'inherit', timeout: 600_000 });
+    } catch (err) {
+      return `Chromium could not be installed here (${(err as Error).message.split('\n')[0]})`;
+    }
     if (existsSync(CHROMIUM)) return null;
   }
   return `no Chromium at ${CHROMIUM}: install it with "apt-get install -y chromium" (the test does so itself as root with CI=true)`;
