@@ -1,11 +1,15 @@
 import { translateDbError } from '../db/errors.ts';
 import { ApiError } from '../domain/errors.ts';
 
-/** The spec's error envelope (section 7) as a Response. */
+/** The spec's error envelope (section 7) as JSON text. */
+export function errorBody(err: ApiError, requestId: string): string {
+  return JSON.stringify({ error: { code: err.code, message: err.message, request_id: requestId, ...err.extra } });
+}
+
+/** The spec's error envelope as a Response. */
 export function errorResponse(err: ApiError, requestId: string, headers: Record<string, string> = {}): Response {
-  const body = { error: { code: err.code, message: err.message, request_id: requestId, ...err.extra } };
   const retryAfter = err.extra.retry_after_seconds;
-  return new Response(JSON.stringify(body), {
+  return new Response(errorBody(err, requestId), {
     status: err.status,
     headers: {
       ...headers,
