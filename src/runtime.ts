@@ -1,5 +1,6 @@
 import { systemClock, type Clock } from './clock.ts';
 import type { Config } from './config.ts';
+import { startCheckpointer } from './db/checkpointer.ts';
 import { openDatabase } from './db/connection.ts';
 import { LATEST_SCHEMA_VERSION } from './db/migrate.ts';
 import { createLogger, type Logger } from './log.ts';
@@ -142,6 +143,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
       lease = acquireServerLease(ctx);
       const held = lease;
       loops.push(startLoop('server-lease', LEASE_RENEW_MS, logger, () => held.renew()));
+      loops.push(startCheckpointer(db, { busyTimeoutMs: config.busyTimeoutMs, onError: (err) => logger.error({ err }, 'WAL checkpoint failed') }));
       ctx.rates!.start();
       webhooks.start();
       chain?.start();

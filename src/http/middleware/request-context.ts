@@ -21,6 +21,9 @@ export function getRequestId(event: H3Event): string {
  * line per request: method, path, status, duration, key id — never a secret.
  */
 export function requestContext(logger: Logger): Middleware {
+  // The request line's fields are fixed and hold no secret: it skips the
+  // redaction pass (wildcard paths cost ~10 µs a line, a tenth of a creation).
+  const requestLog = logger.child({}, { redact: [] });
   return async (event, next) => {
     const started = performance.now();
     const requestId = randomUUID();
@@ -41,7 +44,7 @@ export function requestContext(logger: Logger): Middleware {
       event.res.headers.forEach((v, k) => (headers[k] = v));
       return errorResponse(apiError, requestId, headers);
     } finally {
-      logger.info({
+      requestLog.info({
         req_id: requestId,
         method: event.req.method,
         path: event.url.pathname,
