@@ -1,9 +1,9 @@
+import type { Writable } from 'node:stream';
 import type { Snapshot, StreamSink } from './invoice-streams.ts';
 
-const encoder = new TextEncoder();
-const HEARTBEAT = encoder.encode(': heartbeat\n\n');
-/** Chunks a client may leave unread before it is dropped as stuck. */
-const MAX_UNREAD_CHUNKS = 64;
+const HEARTBEAT = Buffer.from(': heartbeat\n\n');
+/** Bytes a client may leave unread before it is dropped as stuck (~64 snapshots). */
+const MAX_UNREAD_BYTES = 64 * 1024;
 /**
  * Reconnection delay told to each EventSource, spread over a range so the
  * clients of a restarted server do not all come back in the same instant.
@@ -18,38 +18,52 @@ export const SSE_HEADERS = {
 } as const;
 
 /** Encoded once per snapshot: every stream of the invoice sends the same bytes. */
-const frames = new WeakMap<Snapshot, Uint8Array>();
+const frames = new WeakMap<Snapshot, Buffer>();
 
-function frameOf(snap: Snapshot): Uint8Array {
+function frameOf(snap: Snapshot): Buffer {
   let frame = frames.get(snap);
   if (!frame) {
     // JSON.stringify escapes newlines inside strings, so the data is one line.
-    frame = encoder.encode(`id: ${snap.version}\nevent: invoice\ndata: ${snap.json}\n\n`);
+    frame = Buffer.from(`id: ${snap.version}\nevent: invoice\ndata: ${snap.json}\n\n`);
     frames.set(snap, frame);
   }
   return frame;
 }
 
-/** A Server-Sent Events response body that a stream writes to. */
+/**
+ * A Server-Sent Events response body that a stream writes to. It is
+ * "pipe-able": srvx hands it the Node response itself (over a socket) or a
+ * PassThrough (in-process), and frames are written straight to that. A web
+ * ReadableStream, or even a Node Readable piped through, costs several KiB
+ * more per open stream, and a till holds thousands of them.
+ */
 export class SseBody implements StreamSink {
-  readonly stream: ReadableStream<Uint8Array>;
   /** Called once when the client goes away (or is dropped as stuck). */
   onGone: () => void = () => {};
-  #controller: ReadableStreamDefaultController<Uint8Array> | null = null;
+  #out: Writable | null = null;
+  /** What was written before the server piped the body anywhere. */
+  #early: Array<string | Buffer> = [];
   #ended = false;
 
   constructor() {
-    this.stream = new ReadableStream<Uint8Array>({
-      start: (controller) => {
-        this.#controller = controller;
-        // Something goes out at once: Node sends the response head with the
-        // first body bytes, and a resumed stream may have nothing else to say.
-        const retry = RETRY_MS.min + Math.floor(Math.random() * RETRY_MS.spread);
-        controller.enqueue(encoder.encode(`retry: ${retry}\n\n`));
-      },
-      cancel: () => this.#gone(),
-    });
+    // Something goes out at once: the response head is sent with the first
+    // body bytes, and a resumed stream may have nothing else to say.
+    const retry = RETRY_MS.min + Math.floor(Math.random() * RETRY_MS.spread);
+    this.#early.push(`retry: ${retry}\n\n`);
   }
+
+  /** Called by the server with where the body goes (srvx's pipe-able body contract). */
+  pipe<T extends Writable>(out: T): T {
+    this.#out = out;
+    out.once('close', this.abort);
+    for (const chunk of this.#early) out.write(chunk);
+    this.#early = [];
+    if (this.#ended) out.end();
+    return out;
+  }
+
+  /** Called by the server when the response will not be sent (HEAD) or went away. */
+  readonly abort = (): void => this.#gone();
 
   send(snapshot: Snapshot): void {
     this.#write(frameOf(snapshot));
@@ -62,18 +76,23 @@ export class SseBody implements StreamSink {
   end(): void {
     if (this.#ended) return;
     this.#ended = true;
-    this.#controller?.close();
+    this.#out?.end();
   }
 
-  #write(chunk: Uint8Array): void {
-    const controller = this.#controller;
-    if (this.#ended || !controller) return;
-    if ((controller.desiredSize ?? 0) < -MAX_UNREAD_CHUNKS) {
-      controller.error(new Error('client stopped reading the event stream'));
-      this.#gone();
+  #write(chunk: Buffer): void {
+    if (this.#ended) return;
+    const out = this.#out;
+    if (!out) {
+      this.#early.push(chunk);
       return;
     }
-    controller.enqueue(chunk);
+    if (out.destroyed) return this.#gone();
+    if (out.writableLength > MAX_UNREAD_BYTES) {
+      // The client stopped reading: drop it rather than buffer without bound.
+      out.destroy();
+      return this.#gone();
+    }
+    out.write(chunk);
   }
 
   #gone(): void {

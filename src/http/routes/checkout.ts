@@ -73,7 +73,9 @@ export function registerCheckoutRoutes(app: H3, rt: Runtime): void {
       // Final, and the client already has that state: 204 tells an EventSource
       // to stop reconnecting (a 200 that ends at once would make it retry forever).
       if (stream.closed && !stream.sentSnapshot) return new Response(null, { status: 204 });
-      return new Response(body.stream, { headers: SSE_HEADERS });
+      for (const [name, value] of Object.entries(SSE_HEADERS)) event.res.headers.set(name, value);
+      // Returned as it is: srvx pipes it into the Node response (see SseBody).
+      return body;
     },
   });
 
