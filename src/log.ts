@@ -19,4 +19,13 @@ export function createLogger(level: string = 'info', destination?: NodeJS.Writab
   );
 }
 
+/**
+ * For the lines written once per request or webhook attempt, whose fields are
+ * fixed and hold no secret: a child that skips the redaction pass (its
+ * wildcard paths cost ~6 µs a line, more than the rest of the line).
+ */
+export function fixedFieldsLogger(logger: Logger): Logger {
+  return logger.child({}, { redact: [] });
+}
+
 export const silentLogger: Logger = pino({ level: 'silent' });

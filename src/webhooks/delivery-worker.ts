@@ -1,6 +1,6 @@
 import type { SealedSecrets } from '../db/webhook-endpoints.ts';
 import type { DueDelivery } from '../db/webhook-deliveries.ts';
-import type { Logger } from '../log.ts';
+import { fixedFieldsLogger, type Logger } from '../log.ts';
 import type { Context } from '../services/context.ts';
 import { dispatchEvents } from './dispatcher.ts';
 import { ATTEMPT_TIMEOUT_MS, classifyOutcome, nextAttemptAt } from './schedule.ts';
@@ -9,6 +9,14 @@ import { sendWebhook, type SendResult } from './send.ts';
 import { signPayload } from './signature.ts';
 
 export const USER_AGENT = 'Service-Webhook/1.0';
+/** How long an attempt's outcome may wait for others to share its commit. */
+const OUTCOME_COMMIT_WAIT_MS = 5;
+
+function bump(counts: Map<string, number>, key: string, by: number): void {
+  const n = (counts.get(key) ?? 0) + by;
+  if (n <= 0) counts.delete(key);
+  else counts.set(key, n);
+}
 
 export interface DeliveryWorkerOptions {
   /** Attempts under way at once, all receivers together. */
@@ -27,13 +35,20 @@ export interface DeliveryWorkerOptions {
 export class DeliveryWorker {
   readonly #ctx: Context;
   readonly #logger: Logger;
+  /** The one line per attempt (fixed fields, no secret). */
+  readonly #attemptLog: Logger;
   readonly #maxInFlight: number;
   readonly #maxPerTarget: number;
   readonly #timeoutMs: number;
   readonly #inFlight = new Map<string, Promise<void>>();
+  /** Attempts of each target waiting for an answer. */
   readonly #perTarget = new Map<string, number>();
+  /** Deliveries of each target in #inFlight: answered ones stay until their outcome commits. */
+  readonly #held = new Map<string, number>();
   #timer: NodeJS.Timeout | null = null;
   #wakeScheduled = false;
+  /** The last pump stopped at maxInFlight with targets still waiting. */
+  #starved = false;
   #unsubscribe: (() => void) | null = null;
   /** Unsealed secrets by sealed text: AES-GCM once per secret, not per attempt. */
   readonly #opened = new Map<string, string>();
@@ -41,6 +56,7 @@ export class DeliveryWorker {
   constructor(ctx: Context, logger: Logger, opts: DeliveryWorkerOptions = {}) {
     this.#ctx = ctx;
     this.#logger = logger;
+    this.#attemptLog = fixedFieldsLogger(logger);
     this.#maxInFlight = opts.maxInFlight ?? 256;
     this.#maxPerTarget = opts.maxPerTarget ?? 16;
     this.#timeoutMs = opts.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
@@ -75,15 +91,39 @@ export class DeliveryWorker {
     while (this.#ctx.repos.events.hasUndispatched() && (await this.#ctx.writes.run(() => dispatchEvents(this.#ctx))) > 0);
     const now = this.#ctx.clock.now();
     const started: Promise<void>[] = [];
+    this.#starved = false;
     for (const target of this.#ctx.repos.webhookDeliveries.dueTargets(now, 10_000)) {
-      const busy = this.#perTarget.get(target) ?? 0;
-      const room = Math.min(this.#maxPerTarget - busy, this.#maxInFlight - this.#inFlight.size);
-      if (room <= 0) continue;
-      const due = this.#ctx.repos.webhookDeliveries.dueForTarget(target, now, room + busy).filter((d) => !this.#inFlight.has(d.id));
-      for (const d of due.slice(0, room)) started.push(this.#start(d));
-      if (this.#inFlight.size >= this.#maxInFlight) break;
+      this.#startDue(target, now, started);
+      if (this.#inFlight.size >= this.#maxInFlight) {
+        this.#starved = true;
+        break;
+      }
     }
     return started;
+  }
+
+  /** Starts the target's due attempts that fit the bounds, adding them to `started`. */
+  #startDue(target: string, now: number, started: Promise<void>[]): void {
+    const busy = this.#perTarget.get(target) ?? 0;
+    const room = Math.min(this.#maxPerTarget - busy, this.#maxInFlight - this.#inFlight.size);
+    if (room <= 0) return;
+    // Deliveries of this target still in #inFlight come back too (their outcomes may not be committed yet).
+    const held = this.#held.get(target) ?? 0;
+    const due = this.#ctx.repos.webhookDeliveries.dueForTarget(target, now, room + held).filter((d) => !this.#inFlight.has(d.id));
+    // A target is one endpoint (or one callback URL of one store): its secrets are read once per refill.
+    const secrets = due.length > 0 ? this.#secretsFor(due[0]!) : null;
+    for (const d of due.slice(0, room)) started.push(this.#start(d, secrets));
+  }
+
+  /**
+   * After an answer: refill that target once it is down to half its bound
+   * (reading its due rows only), or, if the last pump left targets waiting
+   * for the overall bound, pump everything once the worker is down to half
+   * of it. New events and the 1 s timer pump everything anyway.
+   */
+  #afterAttempt(target: string): void {
+    if (this.#starved && this.#inFlight.size <= this.#maxInFlight / 2) this.wake();
+    else if ((this.#perTarget.get(target) ?? 0) <= this.#maxPerTarget / 2) this.#startDue(target, this.#ctx.clock.now(), []);
   }
 
   /** For tests and the CLI: pump, then wait for the attempts it started. */
@@ -98,19 +138,33 @@ export class DeliveryWorker {
     const running = this.#inFlight.get(id);
     if (running) return running;
     const d = this.#ctx.repos.webhookDeliveries.getAttempting(id);
-    if (d) await this.#start(d);
+    if (d) await this.#start(d, this.#secretsFor(d));
   }
 
-  #start(d: DueDelivery): Promise<void> {
-    this.#perTarget.set(d.target, (this.#perTarget.get(d.target) ?? 0) + 1);
-    const p = this.#attempt(d)
+  /**
+   * Sends, then records. The target's slot frees when the answer is in; the
+   * delivery stays in #inFlight (never picked again) until its outcome commits.
+   */
+  #start(d: DueDelivery, sealed: SealedSecrets | null): Promise<void> {
+    bump(this.#perTarget, d.target, 1);
+    bump(this.#held, d.target, 1);
+    let sending = true;
+    const answered = () => {
+      if (!sending) return;
+      sending = false;
+      bump(this.#perTarget, d.target, -1);
+      this.#afterAttempt(d.target);
+    };
+    const p = this.#send(d, sealed)
+      .then((sent) => {
+        answered();
+        return this.#record(d, sealed, sent);
+      })
       .catch((err) => this.#logger.error({ err, delivery_id: d.id }, 'webhook attempt failed'))
       .finally(() => {
+        answered();
         this.#inFlight.delete(d.id);
-        const n = (this.#perTarget.get(d.target) ?? 1) - 1;
-        if (n <= 0) this.#perTarget.delete(d.target);
-        else this.#perTarget.set(d.target, n);
-        this.wake();
+        bump(this.#held, d.target, -1);
       });
     this.#inFlight.set(d.id, p);
     return p;
@@ -132,13 +186,12 @@ export class DeliveryWorker {
     return plain;
   }
 
-  async #attempt(d: DueDelivery): Promise<void> {
+  /** `sealed` is null when the endpoint was disabled or deleted after the event: nothing is sent then. */
+  async #send(d: DueDelivery, sealed: SealedSecrets | null): Promise<{ startedAt: number; result: SendResult }> {
     const ctx = this.#ctx;
     const startedAt = ctx.clock.now();
-    const sealed = this.#secretsFor(d);
     let result: SendResult;
     if (!sealed) {
-      // The endpoint was disabled or deleted after the event: nothing is sent.
       result = { responseBody: null, error: 'endpoint disabled or deleted', timedOut: false, durationMs: 0 };
     } else {
       const secrets = validSecrets(
@@ -163,6 +216,11 @@ export class DeliveryWorker {
         },
       });
     }
+    return { startedAt, result };
+  }
+
+  async #record(d: DueDelivery, sealed: SealedSecrets | null, { startedAt, result }: { startedAt: number; result: SendResult }): Promise<void> {
+    const ctx = this.#ctx;
     const outcome = sealed ? classifyOutcome(result.timedOut ? { error: result.error } : { status: result.status, error: result.error }) : 'failed';
     const finishedAt = ctx.clock.now();
     const next =
@@ -172,6 +230,8 @@ export class DeliveryWorker {
           const at = nextAttemptAt(d.attempts + 1, startedAt);
           return at === null ? { status: 'dead_letter' as const, nextAttemptAt: null, completedAt: finishedAt } : { status: 'attempting' as const, nextAttemptAt: at, completedAt: null };
         })();
+    // Outcomes wait a few ms for each other: one fsync for many. A crash in
+    // that window resends the attempt, which at-least-once delivery allows.
     await ctx.writes.run(() =>
       ctx.repos.webhookDeliveries.finishAttempt(d, {
         startedAt,
@@ -180,7 +240,7 @@ export class DeliveryWorker {
         error: result.error ?? null,
         responseBody: result.responseBody,
       }, next),
-    );
-    this.#logger.info({ delivery_id: d.id, event_id: d.eventId, status_code: result.status, outcome: next.status, attempt: d.attempts + 1 }, 'webhook attempt');
+    OUTCOME_COMMIT_WAIT_MS);
+    this.#attemptLog.info({ delivery_id: d.id, event_id: d.eventId, status_code: result.status, outcome: next.status, attempt: d.attempts + 1 }, 'webhook attempt');
   }
 }

@@ -48,7 +48,7 @@ function agentFor(protocol: string, allowPrivate: boolean): http.Agent {
   const key = `${protocol}${allowPrivate}`;
   let agent = agents.get(key);
   if (!agent) {
-    const opts = { keepAlive: true, maxSockets: 32, maxFreeSockets: 8, timeout: 30_000 };
+    const opts = { keepAlive: true, maxSockets: 32, maxFreeSockets: 32, timeout: 30_000 };
     agent = protocol === 'https:' ? new https.Agent(opts) : new http.Agent(opts);
     agents.set(key, agent);
   }

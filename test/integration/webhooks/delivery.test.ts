@@ -216,4 +216,26 @@ describe('webhook delivery', () => {
     assert.ok(f.receiver.requests.length <= 16, `at most 16 in flight to one endpoint, saw ${f.receiver.requests.length}`);
     await f.till.rt.webhooks.stop();
   });
+
+  test('a backlog to a busy endpoint: each event sent once, every outcome recorded', async (t) => {
+    // Answered attempts free their slot before their outcome commits; they must not be picked again meanwhile.
+    const f = await startWebhookFixture(t, { events: ['invoice.created'] });
+    const { createInvoice: createViaService } = await import('../../../src/services/invoices.ts');
+    const { parseInvoiceRequest } = await import('../../../src/domain/invoice-request.ts');
+    const { authenticateApiKey } = await import('../../../src/services/api-keys.ts');
+    const caller = authenticateApiKey(f.till.rt.ctx, `Bearer ${f.store.key}`);
+    const created = await Promise.all(Array.from({ length: 300 }, () =>
+      createViaService(f.till.rt.ctx, { caller, idempotencyKey: null, requestHash: 'x', parse: () => parseInvoiceRequest({ amount_sats: 1000 }) })));
+    f.till.rt.webhooks.start(50);
+    await f.receiver.waitForRequests(300, 10_000);
+    await f.till.rt.webhooks.stop();
+    const eventIds = f.receiver.requests.map((r) => r.headers['x-service-event-id']);
+    assert.equal(eventIds.length, 300, 'no event was sent twice');
+    assert.equal(new Set(eventIds).size, 300);
+    const sent = new Set(created.map((c) => f.till.rt.ctx.repos.events.listForInvoice(c.invoice!.id)[0]!.id));
+    assert.deepEqual(new Set(eventIds), sent);
+    const deliveries = deliveriesOf(f.till);
+    assert.equal(deliveries.length, 300);
+    assert.ok(deliveries.every((d) => d.status === 'success' && d.attempts === 1), 'every answer is recorded once stop() returns');
+  });
 });

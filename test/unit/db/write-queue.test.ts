@@ -65,3 +65,24 @@ test('when the commit cannot happen, every write of the batch is rejected and no
   other.exec('ROLLBACK');
   assert.deepEqual(db.prepare('SELECT COUNT(*) n FROM t').get(), { n: 0 });
 });
+
+test('a write allowed to wait commits with the next immediate write instead of waiting out its time', async (t) => {
+  const { db, queue, rows } = setup(t);
+  const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+  const patient = queue.run(() => insert.run(1), 10_000);
+  await new Promise((r) => setTimeout(r, 20));
+  assert.deepEqual(rows(), [], 'still waiting for company');
+  const started = performance.now();
+  await Promise.all([patient, queue.run(() => insert.run(2))]);
+  assert.ok(performance.now() - started < 5_000, 'the immediate write took the waiting one along');
+  assert.deepEqual(rows(), [1, 2]);
+});
+
+test('alone, a write allowed to wait commits when its wait is over', async (t) => {
+  const { db, queue, rows } = setup(t);
+  const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+  const started = performance.now();
+  await queue.run(() => insert.run(7), 30);
+  assert.ok(performance.now() - started >= 25, 'it waited for company');
+  assert.deepEqual(rows(), [7]);
+});
