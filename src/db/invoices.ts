@@ -199,7 +199,9 @@ export function createInvoicesRepo(db: Db) {
     return rows.map((r) => toInvoice(r, byInvoice.get(r.id) ?? []));
   }
 
-  const listCache = new Map<string, ReturnType<typeof db.prepare<unknown[], InvoiceRow>>>();
+  const byIds = db.prepare<[string], InvoiceRow>('SELECT rowid, * FROM invoices WHERE id IN (SELECT value FROM json_each(?))');
+
+  const listCache = new Map<string, ReturnType<typeof db.prepare<unknown[], string>>>();
   function listStatement(q: ListQuery, reverse: boolean) {
     const where = ['store_id = ?', 'livemode = ?'];
     if (q.status) where.push('status = ?');
@@ -207,10 +209,11 @@ export function createInvoicesRepo(db: Db) {
     if (q.createdLte !== undefined) where.push('created_at <= ?');
     if (q.startingAfter) where.push('id < ?');
     if (q.endingBefore) where.push('id > ?');
-    const sql = `SELECT rowid, * FROM invoices WHERE ${where.join(' AND ')} ORDER BY id ${reverse ? 'ASC' : 'DESC'} LIMIT ?`;
+    // Ids only: without a created_* filter the list indexes cover the query.
+    const sql = `SELECT id FROM invoices WHERE ${where.join(' AND ')} ORDER BY id ${reverse ? 'ASC' : 'DESC'} LIMIT ?`;
     let stmt = listCache.get(sql);
     if (!stmt) {
-      stmt = db.prepare<unknown[], InvoiceRow>(sql);
+      stmt = db.prepare<unknown[], string>(sql).pluck();
       listCache.set(sql, stmt);
     }
     return stmt;
@@ -284,7 +287,12 @@ export function createInvoicesRepo(db: Db) {
      * One page, newest first. Returns limit+1 rows at most so the caller can
      * tell has_more; with endingBefore the rows come back oldest first.
      */
-    list(q: ListQuery): StoredInvoice[] {
+    /** These invoices with their payments, in no particular order; unknown ids are left out. */
+    getMany(ids: string[]): StoredInvoice[] {
+      return ids.length === 0 ? [] : loadMany(byIds.all(JSON.stringify(ids)));
+    },
+    /** Ids of a list page (limit + 1 of them, to tell whether there are more), newest first or, for ending_before, oldest first. */
+    listIds(q: ListQuery): string[] {
       const reverse = Boolean(q.endingBefore) && !q.startingAfter;
       const params: unknown[] = [q.storeId, q.livemode ? 1 : 0];
       if (q.status) params.push(q.status);
@@ -293,7 +301,7 @@ export function createInvoicesRepo(db: Db) {
       if (q.startingAfter) params.push(q.startingAfter);
       if (q.endingBefore) params.push(q.endingBefore);
       params.push(q.limit + 1);
-      return loadMany(listStatement(q, reverse).all(...params));
+      return listStatement(q, reverse).all(...params);
     },
     /** Pending invoices whose time is up; live ones only when includeLive. */
     duePending(now: number, limit: number, includeLive: boolean): StoredInvoice[] {

@@ -106,6 +106,7 @@ export function applyBlock(ctx: Context, watch: WatchSet, block: Block, height: 
   const blockTime = block.timestamp * 1000;
   const found = (block.transactions ?? []).flatMap((tx) => matchOutputs(ctx, watch, tx).map((m) => ({ ...m, txid: tx.getId() })));
   return ctx.db.transaction(() => {
+    ctx.chain.blockChanges++;
     ctx.repos.chainBlocks.insert({ height, hash, prevHash: Buffer.from(block.prevHash!).reverse().toString('hex') }, now);
     ctx.repos.chainBlocks.pruneBelow(height - BLOCKS_KEPT);
     // Counts first, so every evaluation below sees the payments at this block's depth.
@@ -128,6 +129,7 @@ export function applyBlock(ctx: Context, watch: WatchSet, block: Block, height: 
 /** A block left the best chain: its payments go back to unconfirmed until seen again. */
 export function disconnectBlock(ctx: Context, height: number, hash: string, now: number): StoredInvoice[] {
   return ctx.db.transaction(() => {
+    ctx.chain.blockChanges++;
     const changed = ctx.repos.invoices.listWithPaymentsInBlock(hash).map((inv) =>
       applyPayments(
         ctx,

@@ -24,6 +24,11 @@ export interface ChainState {
   /** False until the first catch-up after start has finished: no live invoice expires before. */
   caughtUp: boolean;
   tipHeight: number | null;
+  /**
+   * Counts blocks connected and disconnected. Each moves the confirmation
+   * counts of older payments too, whose invoices are not published as changed.
+   */
+  blockChanges: number;
 }
 
 /** Everything a use case needs: the database with its repositories, the clock, the config, shared state. */
@@ -68,7 +73,7 @@ export function createContext(db: Db, clock: Clock, config: Config): Context {
     repos: createRepos(db),
     writes: createWriteQueue(db),
     feed: new InvoiceFeed(),
-    chain: { connected: false, initialBlockDownload: false, caughtUp: false, tipHeight: null },
+    chain: { connected: false, initialBlockDownload: false, caughtUp: false, tipHeight: null, blockChanges: 0 },
     rates: null,
     baseUrl: publicBaseUrl(config),
     secrets: openSecretBox(config.dataDir),

@@ -10,6 +10,7 @@ import { cancelInvoice, createInvoice, getInvoiceFor, hashRequest, simulateInvoi
 import { requireApiKey } from '../middleware/auth.ts';
 import { SlidingWindowLimiter } from '../middleware/rate-limit.ts';
 import { readJsonObject } from '../internal/body.ts';
+import { InvoiceViewCache } from '../internal/invoice-view-cache.ts';
 import { defineRoute, routeParam } from '../internal/route.ts';
 
 export const CREATE_RATE_LIMIT = { perMinute: 100 } as const;
@@ -25,6 +26,12 @@ function readIdempotencyKey(event: H3Event): string | null {
   return key;
 }
 
+/** A JSON text as the 200 body; headers on event.res and a string body keep srvx on its fast path. */
+function sendJson(event: H3Event, body: string): string {
+  event.res.headers.set('content-type', 'application/json; charset=utf-8');
+  return body;
+}
+
 function json(event: H3Event, status: number, body: string): Response {
   return new Response(body, { status, headers: { 'content-type': 'application/json; charset=utf-8', 'x-request-id': event.context.requestId ?? '' } });
 }
@@ -32,6 +39,7 @@ function json(event: H3Event, status: number, body: string): Response {
 export function registerInvoiceRoutes(app: H3, rt: Runtime): void {
   const { ctx } = rt;
   const limiter = new SlidingWindowLimiter(CREATE_RATE_LIMIT.perMinute, 60_000, ctx.clock);
+  const views = new InvoiceViewCache(ctx);
 
   defineRoute(app, '/v1/invoices', {
     POST: async (event) => {
@@ -52,18 +60,25 @@ export function registerInvoiceRoutes(app: H3, rt: Runtime): void {
     GET: (event) => {
       const caller = requireApiKey(event, ctx);
       const q = parseListQuery(event.url.searchParams);
-      const rows = ctx.repos.invoices.list({ ...q, storeId: caller.store.id, livemode: caller.apiKey.env === 'live' });
-      const hasMore = rows.length > q.limit;
-      const page = rows.slice(0, q.limit);
+      const ids = ctx.repos.invoices.listIds({ ...q, storeId: caller.store.id, livemode: caller.apiKey.env === 'live' });
+      const hasMore = ids.length > q.limit;
+      const page = ids.slice(0, q.limit);
       if (q.endingBefore && !q.startingAfter) page.reverse();
-      return { object: 'list', url: '/v1/invoices', has_more: hasMore, data: page.map((inv) => invoiceView(inv, ctx.baseUrl)) };
+      // The page's ids come from the index; only views not cached are read and built.
+      const found = views.getAll(page);
+      for (const inv of ctx.repos.invoices.getMany(page.filter((id) => !found.has(id)))) found.set(inv.id, views.viewOf(inv));
+      return sendJson(event, `{"object":"list","url":"/v1/invoices","has_more":${hasMore},"data":[${page.map((id) => found.get(id)).join(',')}]}`);
     },
   });
 
   defineRoute(app, '/v1/invoices/:id', {
     GET: (event) => {
       const caller = requireApiKey(event, ctx);
-      return invoiceView(getInvoiceFor(ctx, caller, routeParam(event, 'id')), ctx.baseUrl);
+      const id = routeParam(event, 'id');
+      const cached = views.get(id);
+      // A cached view of another store's or environment's invoice takes the uncached path to its 404.
+      if (cached && cached.storeId === caller.store.id && cached.livemode === (caller.apiKey.env === 'live')) return sendJson(event, cached.json);
+      return sendJson(event, views.viewOf(getInvoiceFor(ctx, caller, id)));
     },
   });
 

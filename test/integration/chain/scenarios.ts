@@ -41,6 +41,11 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid']);
     await mineAndSync(f, 2);
     assert.equal((await getInvoice(f, inv.id)).payments[0].confirmations, 3, 'confirmations keep counting');
+    // Blocks re-evaluate an invoice while its payments are 7 deep or less; counts move on after that.
+    await mineAndSync(f, 5);
+    assert.equal((await getInvoice(f, inv.id)).payments[0].confirmations, 8);
+    await mineAndSync(f);
+    assert.equal((await getInvoice(f, inv.id)).payments[0].confirmations, 9, 'also once blocks no longer re-evaluate the invoice');
     assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid'], 'a payment is detected once, paid once');
   });
 
