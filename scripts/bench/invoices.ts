@@ -103,7 +103,8 @@ function errorsNote(r: WrkResult): string {
 function poolLeft(dataDir: string, xpubIds: string[]): number {
   const db = new Database(`${dataDir}/till.db`, { readonly: true });
   try {
-    const count = db.prepare('SELECT COUNT(*) AS n FROM address_pool WHERE xpub_id = ?');
+    // Rows below the next index were handed out (the refill loop deletes them later).
+    const count = db.prepare('SELECT COUNT(*) AS n FROM address_pool p JOIN xpubs x ON x.id = p.xpub_id WHERE p.xpub_id = ? AND p.idx >= x.next_index');
     return Math.min(...xpubIds.map((id) => (count.get(id) as { n: number }).n));
   } finally {
     db.close();

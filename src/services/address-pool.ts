@@ -7,8 +7,10 @@ import type { Context } from './context.ts';
 
 // Elliptic-curve derivation is the slowest step of invoice creation, so each
 // active xpub keeps a pool of addresses derived ahead of its next index.
-// Creation takes the pooled row in its own transaction; only when the pool has
-// run dry does it derive in line.
+// Creation moves the next index and reads the pooled row in its own
+// transaction; only when the pool has run dry does it derive in line. Used
+// rows (below the next index) are deleted later in bulk by the refill loop:
+// deleting each in its creation was one more page write per invoice.
 
 const parsed = new Map<string, WatchKey>();
 
@@ -28,7 +30,7 @@ export function deriveAddresses(ctx: Context, xpub: Pick<XpubRecord, 'id' | 'key
 /** Hands out the xpub's next index with its address. Call inside the transaction that uses it. */
 export function allocateAddress(ctx: Context, xpub: XpubRecord): PooledAddress {
   const index = ctx.repos.xpubs.takeNextIndex(xpub.id);
-  return ctx.repos.addressPool.take(xpub.id, index) ?? deriveAddresses(ctx, xpub, index, 1)[0]!;
+  return ctx.repos.addressPool.get(xpub.id, index) ?? deriveAddresses(ctx, xpub, index, 1)[0]!;
 }
 
 const REFILL_CHUNK = 100;
@@ -39,6 +41,7 @@ const REFILL_CHUNK = 100;
  * requests keep flowing while it works.
  */
 export async function refillAddressPool(ctx: Context, xpubId: string, target = ctx.config.addressPoolSize): Promise<number> {
+  pruneUsedAddresses(ctx, xpubId);
   let added = 0;
   for (;;) {
     const xpub = ctx.repos.xpubs.get(xpubId);
@@ -56,4 +59,12 @@ export async function refillAddressPool(ctx: Context, xpubId: string, target = c
     added += rows.length;
     await new Promise((r) => setImmediate(r));
   }
+}
+
+/** Deletes the pooled rows creation has handed out (below the xpub's next index). */
+export function pruneUsedAddresses(ctx: Context, xpubId: string): void {
+  const lowest = ctx.repos.addressPool.lowestIndex(xpubId);
+  const xpub = ctx.repos.xpubs.get(xpubId);
+  if (lowest === null || !xpub || lowest >= xpub.nextIndex) return;
+  inTransaction(ctx.db, () => ctx.repos.addressPool.deleteBelow(xpubId, ctx.repos.xpubs.get(xpubId)!.nextIndex));
 }

@@ -2,6 +2,7 @@ import { m0001_initial } from './0001_initial.ts';
 import { m0002_webhooks } from './0002_webhooks.ts';
 import { m0003_chain } from './0003_chain.ts';
 import { m0004_watch_index_order } from './0004_watch_index_order.ts';
+import { m0005_drop_xpub_index_unique } from './0005_drop_xpub_index_unique.ts';
 
 export interface Migration {
   version: number;
@@ -11,7 +12,7 @@ export interface Migration {
 
 // Bundled into the code (not read from loose files) so the single binary
 // carries its schema. Append only: never edit a released migration.
-export const MIGRATIONS: Migration[] = [m0001_initial, m0002_webhooks, m0003_chain, m0004_watch_index_order];
+export const MIGRATIONS: Migration[] = [m0001_initial, m0002_webhooks, m0003_chain, m0004_watch_index_order, m0005_drop_xpub_index_unique];
 
 MIGRATIONS.forEach((m, i) => {
   if (m.version !== i + 1) throw new Error(`migration ${m.name} is numbered ${m.version}, expected ${i + 1}`);

@@ -26,14 +26,11 @@ function readIdempotencyKey(event: H3Event): string | null {
   return key;
 }
 
-/** A JSON text as the 200 body; headers on event.res and a string body keep srvx on its fast path. */
-function sendJson(event: H3Event, body: string): string {
+/** A JSON text as the body; headers on event.res and a string body keep srvx on its fast path. */
+function sendJson(event: H3Event, body: string, status = 200): string {
+  event.res.status = status;
   event.res.headers.set('content-type', 'application/json; charset=utf-8');
   return body;
-}
-
-function json(event: H3Event, status: number, body: string): Response {
-  return new Response(body, { status, headers: { 'content-type': 'application/json; charset=utf-8', 'x-request-id': event.context.requestId ?? '' } });
 }
 
 export function registerInvoiceRoutes(app: H3, rt: Runtime): void {
@@ -53,9 +50,8 @@ export function registerInvoiceRoutes(app: H3, rt: Runtime): void {
         parse: () => parseInvoiceRequest(value),
         admit: () => limiter.take(caller.apiKey.id),
       });
-      const res = json(event, result.status, result.body);
-      if (result.replayed) res.headers.set('idempotent-replayed', 'true');
-      return res;
+      if (result.replayed) event.res.headers.set('idempotent-replayed', 'true');
+      return sendJson(event, result.body, result.status);
     },
     GET: (event) => {
       const caller = requireApiKey(event, ctx);

@@ -1,0 +1,43 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { BIP32Factory } from 'bip32';
+import * as bitcoin from 'bitcoinjs-lib';
+import * as ecc from 'tiny-secp256k1';
+import { refillAddressPool } from '../../../src/services/address-pool.ts';
+import { testTpub } from '../../helpers/keys.ts';
+import { setupStore, startTestTill } from '../../helpers/till-server.ts';
+import { postInvoice } from './invoice-api.ts';
+
+// Invoices take the wallet's receive addresses in order, whether the address
+// was derived ahead into the pool or in line; used pool rows are removed in
+// bulk by the refill, never handed out twice.
+
+/** The wallet's receive address m/0/index (a plain tpub means P2PKH), by the stock bip32 + bitcoinjs path. */
+function walletAddress(tpub: string, index: number): string {
+  const node = BIP32Factory(ecc).fromBase58(tpub, bitcoin.networks.testnet).derive(0).derive(index);
+  return bitcoin.payments.p2pkh({ pubkey: Buffer.from(node.publicKey), network: bitcoin.networks.regtest }).address!;
+}
+
+test('addresses come in wallet order from the pool and from in-line derivation alike; used pool rows are pruned', async (t) => {
+  const till = await startTestTill(t);
+  const store = setupStore(till, { label: 'pool' });
+  const tpub = testTpub('pool');
+  const { ctx } = till.rt;
+  const xpubId = ctx.repos.xpubs.findActive(store.storeId, 'test')!.id;
+  const poolRows = () => ctx.db.prepare('SELECT idx FROM address_pool WHERE xpub_id = ? ORDER BY idx').pluck().all(xpubId) as number[];
+  const create = async () => (await postInvoice(till, store.key, { amount_sats: 1000 })).body.address as string;
+
+  assert.deepEqual(poolRows(), [], 'nothing derived ahead yet');
+  const inLine = [await create(), await create()];
+  await refillAddressPool(ctx, xpubId, 4);
+  assert.deepEqual(poolRows(), [2, 3, 4, 5]);
+  const pooled = [await create(), await create(), await create()];
+  assert.deepEqual([...inLine, ...pooled], [0, 1, 2, 3, 4].map((i) => walletAddress(tpub, i)));
+  assert.deepEqual(poolRows(), [2, 3, 4, 5], 'creation reads its pooled row; the refill removes it');
+
+  await refillAddressPool(ctx, xpubId, 4);
+  assert.deepEqual(poolRows(), [5, 6, 7, 8], 'used rows gone, topped up to 4 ahead of the next index');
+  assert.equal(await create(), walletAddress(tpub, 5));
+  const all = ctx.db.prepare('SELECT address FROM invoices WHERE store_id = ?').pluck().all(store.storeId) as string[];
+  assert.equal(new Set(all).size, 6, 'no address handed out twice');
+});
