@@ -72,7 +72,7 @@ export function createEventsRepo(db: Db) {
     markDispatched(seq: number): void {
       markDispatched.run(seq);
     },
-    /** An event that is delivered to one chosen target only (webhook.test): never fanned out. */
+    /** An event whose deliveries the same transaction writes (or, for webhook.test, one chosen target only). */
     insertDispatched(e: Omit<EventRecord, 'seq'>): void {
       insertDispatched.run({ ...e, livemode: e.livemode ? 1 : 0 });
     },

@@ -10,24 +10,36 @@ function subscribes(enabledEvents: string[], type: string): boolean {
   return enabledEvents.includes('*') || enabledEvents.includes(type);
 }
 
+type Endpoints = ReturnType<Context['repos']['webhookEndpoints']['listForStore']>;
+
 /**
- * Turns outbox events into deliveries: one for the invoice's callback_url and
- * one per enabled store endpoint subscribed to the type. Run it inside a
- * transaction (the worker queues it on ctx.writes, so it shares the commit of
- * the writes around it): deliveries and the dispatched mark land together, and
- * (event, target) is unique, so a crash neither loses nor doubles a delivery.
+ * Writes an event's deliveries: one for its invoice's callback_url and one per
+ * enabled endpoint of the store subscribed to its type. (event, target) is
+ * unique, so running it twice for an event adds nothing.
+ */
+export function addDeliveries(ctx: Context, e: { id: string; type: string; storeId: string }, callbackUrl: string | null, endpoints: Endpoints, now: number): void {
+  const add = (endpointId: string | null, target: string, url: string) =>
+    ctx.repos.webhookDeliveries.insert({ id: newId('dlv', now), eventId: e.id, storeId: e.storeId, endpointId, target, url, nextAttemptAt: now, createdAt: now });
+  if (callbackUrl) add(null, callbackTarget(callbackUrl), callbackUrl);
+  for (const ep of endpoints) if (ep.enabled && subscribes(ep.enabledEvents, e.type)) add(ep.id, ep.id, ep.url);
+}
+
+/**
+ * Turns outbox events that were written undispatched into deliveries. Events
+ * are normally dispatched by the transaction that records them
+ * (recordEvents); this catches the rest, e.g. those written by an older Till.
+ * Run it inside a transaction (the worker queues it on ctx.writes): the
+ * deliveries and the dispatched mark land together, so a crash neither loses
+ * nor doubles a delivery.
  */
 export function dispatchEvents(ctx: Context, limit = 500): number {
   const events = ctx.repos.events.listUndispatched(limit);
-  const endpointsByStore = new Map<string, ReturnType<typeof ctx.repos.webhookEndpoints.listForStore>>();
+  const endpointsByStore = new Map<string, Endpoints>();
   const now = ctx.clock.now();
   for (const e of events) {
     let endpoints = endpointsByStore.get(e.storeId);
     if (!endpoints) endpointsByStore.set(e.storeId, (endpoints = ctx.repos.webhookEndpoints.listForStore(e.storeId)));
-    const add = (endpointId: string | null, target: string, url: string) =>
-      ctx.repos.webhookDeliveries.insert({ id: newId('dlv', now), eventId: e.id, storeId: e.storeId, endpointId, target, url, nextAttemptAt: now, createdAt: now });
-    if (e.callbackUrl) add(null, callbackTarget(e.callbackUrl), e.callbackUrl);
-    for (const ep of endpoints) if (ep.enabled && subscribes(ep.enabledEvents, e.type)) add(ep.id, ep.id, ep.url);
+    addDeliveries(ctx, e, e.callbackUrl, endpoints, now);
     ctx.repos.events.markDispatched(e.seq);
   }
   return events.length;

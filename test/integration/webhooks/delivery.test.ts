@@ -39,6 +39,35 @@ describe('webhook delivery', () => {
     assert.equal(deliveriesOf(f.till)[0]!.status, 'success');
   });
 
+  test('the change, its event and its deliveries commit together: due at once, nothing left in the outbox', async (t) => {
+    const f = await startWebhookFixture(t);
+    const invoice = await createInvoice(f, { amount_sats: 1000, callback_url: 'http://127.0.0.1:9/cb' });
+    const events = f.till.rt.ctx.repos.events.listForInvoice(invoice.id);
+    assert.deepEqual(events.map((e) => e.type), ['invoice.created']);
+    const deliveries = deliveriesOf(f.till);
+    assert.deepEqual(deliveries.map((d) => [d.event_id, d.endpoint_id === null ? 'callback' : 'endpoint', d.status]).sort(), [
+      [events[0]!.id, 'callback', 'attempting'],
+      [events[0]!.id, 'endpoint', 'attempting'],
+    ]);
+    assert.equal(f.till.rt.ctx.repos.events.hasUndispatched(), false);
+  });
+
+  test('events written undispatched (by an older Till) are dispatched by the worker, once', async (t) => {
+    const f = await startWebhookFixture(t);
+    const invoice = await createInvoice(f);
+    const [created] = f.till.rt.ctx.repos.events.listForInvoice(invoice.id);
+    f.till.rt.ctx.db.prepare('DELETE FROM webhook_deliveries').run();
+    const id = 'evt_0000000000aaaaaaaaaaaaaaaa';
+    f.till.rt.ctx.repos.events.insert({ ...created!, id, body: created!.body.replace(created!.id, id) });
+    assert.equal(f.till.rt.ctx.repos.events.hasUndispatched(), true);
+    await f.till.rt.webhooks.runOnce();
+    const [req] = await f.receiver.waitForRequests(1, 5000);
+    assert.equal(req!.headers['x-service-event-id'], id);
+    assert.equal(f.till.rt.ctx.repos.events.hasUndispatched(), false);
+    await f.till.rt.webhooks.runOnce();
+    assert.deepEqual(deliveriesOf(f.till).map((d) => [d.event_id, d.status]), [[id, 'success']]);
+  });
+
   test("an invoice's callback_url gets its own delivery, signed with the store's callback secret", async (t) => {
     const f = await startWebhookFixture(t, { events: ['invoice.paid'] });
     const rotated = await call(f.till, 'POST', `/v1/stores/${f.store.storeId}/callback-secret/rotate`, { key: f.store.key });
