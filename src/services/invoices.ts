@@ -52,6 +52,7 @@ export interface CreateInvoiceInput {
   caller: Caller;
   /** The parsed body; parse errors surface before any lookup. */
   parse: () => InvoiceRequest;
+  /** hashRequest of the body; compared only when there is an idempotency key. */
   requestHash: string;
   idempotencyKey: string | null;
   /**

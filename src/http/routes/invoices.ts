@@ -46,7 +46,8 @@ export function registerInvoiceRoutes(app: H3, rt: Runtime): void {
       const result = await createInvoice(ctx, {
         caller,
         idempotencyKey,
-        requestHash: hashRequest(value),
+        // Only an Idempotency-Key's replay check compares it.
+        requestHash: idempotencyKey ? hashRequest(value) : '',
         parse: () => parseInvoiceRequest(value),
         admit: () => limiter.take(caller.apiKey.id),
       });
