@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=8
 import { ConfigError } from '../src/config.ts';
 import { SchemaTooNewError } from '../src/db/migrate.ts';
 import { ApiError } from '../src/domain/errors.ts';

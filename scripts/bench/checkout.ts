@@ -11,7 +11,7 @@ import { mintApiKey } from '../../src/services/api-keys.ts';
 import { createStore } from '../../src/services/stores.ts';
 import { addXpub } from '../../src/services/xpubs.ts';
 import { testTpub } from '../../test/helpers/keys.ts';
-import { freePort, readMemoryMiB, startNode, waitForHttp, type NodeChild } from './support/children.ts';
+import { freePort, readMemoryMiB, startTillServe, waitForHttp, type NodeChild } from './support/children.ts';
 import { makeTempDir } from './support/cleanup.ts';
 import { percentile, printResults, round, type BenchRow } from './support/results.ts';
 import { BENCH_ENV, openSeedContext } from './support/seed.ts';
@@ -53,7 +53,7 @@ async function startServer(dataDir: string): Promise<Server> {
   }
   const port = await freePort();
   const limit = String(STREAMS + 1000);
-  const child = startNode(['cli/till.ts', 'serve', '--data-dir', dataDir, '--port', String(port)], {
+  const child = startTillServe(['--data-dir', dataDir, '--port', String(port)], {
     env: { ...BENCH_ENV, TILL_MAX_STREAMS_PER_CLIENT: limit, TILL_MAX_STREAMS_TOTAL: limit },
   });
   const url = `http://127.0.0.1:${port}`;

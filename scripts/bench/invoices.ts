@@ -13,7 +13,7 @@ import { createInvoice, hashRequest } from '../../src/services/invoices.ts';
 import { createStore } from '../../src/services/stores.ts';
 import { addXpub } from '../../src/services/xpubs.ts';
 import { testTpub } from '../../test/helpers/keys.ts';
-import { freePort, readMemoryMiB, startNode, waitForHttp, type NodeChild } from './support/children.ts';
+import { freePort, readMemoryMiB, startNode, startTillServe, waitForHttp, type NodeChild } from './support/children.ts';
 import { makeTempDir } from './support/cleanup.ts';
 import { measureDurableCommit } from './support/disk.ts';
 import { prefillPools } from './support/pools.ts';
@@ -154,7 +154,7 @@ async function startEcho(): Promise<{ child: NodeChild; url: string }> {
 async function startTill(dataDir: string): Promise<{ child: NodeChild; url: string }> {
   const port = await freePort();
   // Request logging stays on, as in production; its lines go to /dev/null.
-  const child = startNode(['cli/till.ts', 'serve', '--data-dir', dataDir, '--port', String(port)], { env: { ...BENCH_ENV } });
+  const child = startTillServe(['--data-dir', dataDir, '--port', String(port)], { env: { ...BENCH_ENV } });
   const url = `http://127.0.0.1:${port}`;
   await waitForHttp(`${url}/healthz`, child);
   return { child, url };

@@ -49,6 +49,8 @@ export class DeliveryWorker {
   #wakeScheduled = false;
   /** The last pump stopped at maxInFlight with targets still waiting. */
   #starved = false;
+  /** Set by stop(): answers and wakes start nothing new. */
+  #stopping = false;
   #unsubscribe: (() => void) | null = null;
   /** Unsealed secrets by sealed text: AES-GCM once per secret, not per attempt. */
   readonly #opened = new Map<string, string>();
@@ -64,20 +66,23 @@ export class DeliveryWorker {
 
   /** Polls every second and wakes at once when this process commits a change. */
   start(pollMs = 1000): void {
+    this.#stopping = false;
     this.#timer = setInterval(() => this.wake(), pollMs);
     this.#timer.unref();
     this.#unsubscribe = this.#ctx.feed.subscribeAll(() => this.wake());
     this.wake();
   }
 
+  /** Starts nothing new; resolves once every attempt under way has its outcome committed. */
   async stop(): Promise<void> {
+    this.#stopping = true;
     if (this.#timer) clearInterval(this.#timer);
     this.#unsubscribe?.();
-    await Promise.all(this.#inFlight.values());
+    while (this.#inFlight.size > 0) await Promise.all(this.#inFlight.values());
   }
 
   wake(): void {
-    if (this.#wakeScheduled) return;
+    if (this.#wakeScheduled || this.#stopping) return;
     this.#wakeScheduled = true;
     setImmediate(() => {
       this.#wakeScheduled = false;
@@ -122,6 +127,7 @@ export class DeliveryWorker {
    * of it. New events and the 1 s timer pump everything anyway.
    */
   #afterAttempt(target: string): void {
+    if (this.#stopping) return;
     if (this.#starved && this.#inFlight.size <= this.#maxInFlight / 2) this.wake();
     else if ((this.#perTarget.get(target) ?? 0) <= this.#maxPerTarget / 2) this.#startDue(target, this.#ctx.clock.now(), []);
   }

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { NODE_FLAGS } from '../../../cli/node-flags.ts';
 import { onCleanup } from './cleanup.ts';
 
 export const PROJECT_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -30,6 +31,11 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** Open an IPC channel (process.send in the child). */
   ipc?: boolean;
+}
+
+/** `till serve <args>` as `npm run till -- serve` runs it (with Till's Node flags). */
+export function startTillServe(args: string[], opts: StartOptions = {}): NodeChild {
+  return startNode([...NODE_FLAGS, 'cli/till.ts', 'serve', ...args], opts);
 }
 
 /** Runs `node <args>` from the project root with this same Node; stdout goes to /dev/null. */

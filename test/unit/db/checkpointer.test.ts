@@ -22,7 +22,7 @@ function setup(t: Parameters<typeof tempDir>[0]) {
   const write = db.transaction((from: number) => {
     for (let v = from; v < from + 100; v++) insert.run(v);
   });
-  /** Rows the database file holds without its WAL. */
+  /** Rows the database file holds without its WAL; -1 if the copy caught a checkpoint half-way. */
   const rowsInFile = () => {
     const copy = join(dir, `copy-${Math.random()}.db`);
     copyFileSync(join(dir, 'c.db'), copy);
@@ -31,6 +31,9 @@ function setup(t: Parameters<typeof tempDir>[0]) {
       return (c.prepare("SELECT COUNT(*) AS n FROM sqlite_schema WHERE name = 't'").get() as { n: number }).n === 0
         ? 0
         : (c.prepare('SELECT COUNT(*) AS n FROM t').get() as { n: number }).n;
+    } catch (err) {
+      if ((err as { code?: string }).code === 'SQLITE_CORRUPT') return -1;
+      throw err;
     } finally {
       c.close();
     }
