@@ -225,7 +225,7 @@ export async function runWebhooksBench(): Promise<BenchRow[]> {
     const worker = `the real DeliveryWorker (at most 16 attempts in flight per endpoint, 256 in all), each attempt signed afresh, sent over kept-alive connections and recorded in SQLite (synchronous=FULL, outcomes group-committed within 5 ms, checkpoints in their own thread as in till serve); the outbox dispatch is included; receiver in a child process checked every signature (${signatures.valid} valid, ${signatures.invalid} invalid)`;
     const drainNote = (r: { drained: boolean; delivered: number }) => (r.drained ? '' : ` Not drained within ${THROUGHPUT_DEADLINE_MS / 1000} s: ${r.delivered} delivered.`);
     const commits =
-      'each attempt is a real signed HTTP exchange with a receiver in another process over loopback, and its outcome a durable (group-committed) write; the worker, the HTTP client and the SQLite commits share one event loop (docs/PERFORMANCE.md).';
+      'each attempt is a real signed HTTP exchange with a receiver in another process over loopback (Node\'s http client is about a quarter of the worker\'s CPU), and its outcome a durable group-committed write; the worker, the HTTP client and the commits share one event loop, and the receiver shares the machine\'s two cores (docs/PERFORMANCE.md).';
     const rows: BenchRow[] = [
       {
         name: 'signed deliveries, 1 endpoint',
