@@ -135,6 +135,19 @@ describe('webhook delivery', () => {
     });
   }
 
+  test('the first 4 KiB of the answer are kept; the rest is read and dropped', async (t) => {
+    const f = await startWebhookFixture(t, { events: ['invoice.created'] });
+    const long = 'a'.repeat(4096) + 'b'.repeat(6000);
+    f.receiver.respondWith(answer.status(200, long));
+    await createInvoice(f);
+    await f.till.rt.webhooks.runOnce();
+    const [d] = deliveriesOf(f.till);
+    const stored = f.till.rt.ctx.repos.webhookDeliveries.get(d!.id)!;
+    assert.equal(stored.status, 'success');
+    assert.equal(stored.responseBody, 'a'.repeat(4096));
+    assert.equal(f.till.rt.ctx.repos.webhookDeliveries.attempts(d!.id)[0]!.responseBody, 'a'.repeat(4096));
+  });
+
   for (const status of [200, 201, 204]) {
     test(`a ${status} is success`, async (t) => {
       const f = await startWebhookFixture(t, { events: ['invoice.created'] });
