@@ -47,9 +47,12 @@ export class InvoiceViewCache {
     return found;
   }
 
-  /** The JSON view of an invoice just read from the database, remembered. */
+  /**
+   * The JSON view of an invoice just read from the database, remembered. No
+   * staleness check here: if another process committed since the last one,
+   * the next get() drops this entry with the rest.
+   */
   viewOf(inv: StoredInvoice): string {
-    this.#dropIfStale();
     const json = JSON.stringify(invoiceView(inv, this.#ctx.baseUrl));
     // Oldest first in a Map: beyond the bound, the oldest entry goes.
     if (this.#entries.size >= this.#max) this.#entries.delete(this.#entries.keys().next().value!);
