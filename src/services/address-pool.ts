@@ -66,5 +66,5 @@ export function pruneUsedAddresses(ctx: Context, xpubId: string): void {
   const lowest = ctx.repos.addressPool.lowestIndex(xpubId);
   const xpub = ctx.repos.xpubs.get(xpubId);
   if (lowest === null || !xpub || lowest >= xpub.nextIndex) return;
-  inTransaction(ctx.db, () => ctx.repos.addressPool.deleteBelow(xpubId, ctx.repos.xpubs.get(xpubId)!.nextIndex));
+  inTransaction(ctx.db, () => ctx.repos.addressPool.deleteBelow(xpubId, xpub.nextIndex));
 }

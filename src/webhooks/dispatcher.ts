@@ -1,3 +1,4 @@
+import type { EndpointRecord } from '../db/webhook-endpoints.ts';
 import { newId } from '../ids.ts';
 import type { Context } from '../services/context.ts';
 
@@ -10,14 +11,12 @@ function subscribes(enabledEvents: string[], type: string): boolean {
   return enabledEvents.includes('*') || enabledEvents.includes(type);
 }
 
-type Endpoints = ReturnType<Context['repos']['webhookEndpoints']['listForStore']>;
-
 /**
  * Writes an event's deliveries: one for its invoice's callback_url and one per
  * enabled endpoint of the store subscribed to its type. (event, target) is
  * unique, so running it twice for an event adds nothing.
  */
-export function addDeliveries(ctx: Context, e: { id: string; type: string; storeId: string }, callbackUrl: string | null, endpoints: Endpoints, now: number): void {
+export function addDeliveries(ctx: Context, e: { id: string; type: string; storeId: string }, callbackUrl: string | null, endpoints: EndpointRecord[], now: number): void {
   const add = (endpointId: string | null, target: string, url: string) =>
     ctx.repos.webhookDeliveries.insert({ id: newId('dlv', now), eventId: e.id, storeId: e.storeId, endpointId, target, url, nextAttemptAt: now, createdAt: now });
   if (callbackUrl) add(null, callbackTarget(callbackUrl), callbackUrl);
@@ -34,7 +33,7 @@ export function addDeliveries(ctx: Context, e: { id: string; type: string; store
  */
 export function dispatchEvents(ctx: Context, limit = 500): number {
   const events = ctx.repos.events.listUndispatched(limit);
-  const endpointsByStore = new Map<string, Endpoints>();
+  const endpointsByStore = new Map<string, EndpointRecord[]>();
   const now = ctx.clock.now();
   for (const e of events) {
     let endpoints = endpointsByStore.get(e.storeId);

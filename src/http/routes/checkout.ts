@@ -4,6 +4,7 @@ import { isId } from '../../ids.ts';
 import type { Runtime } from '../../runtime.ts';
 import { InvoiceStreams, type OpenedStream } from '../internal/invoice-streams.ts';
 import { defineRoute, routeParam } from '../internal/route.ts';
+import { sendJson } from '../internal/send-json.ts';
 import { SnapshotCache } from '../internal/snapshot-cache.ts';
 import { parseLastEventId, SSE_HEADERS, SseBody } from '../internal/sse.ts';
 import { WS_CLOSE, wsSink } from '../internal/ws-sink.ts';
@@ -54,10 +55,8 @@ export function registerCheckoutRoutes(app: H3, rt: Runtime): void {
         json = streams.snapshotOf(inv).json;
         snapshots.set(id, json);
       }
-      // Headers on event.res and a string body keep srvx on its fast path.
-      event.res.headers.set('content-type', 'application/json; charset=utf-8');
       event.res.headers.set('cache-control', 'no-store');
-      return json;
+      return sendJson(event, json);
     },
   });
 

@@ -12,6 +12,7 @@ import { SlidingWindowLimiter } from '../middleware/rate-limit.ts';
 import { readJsonObject } from '../internal/body.ts';
 import { InvoiceViewCache } from '../internal/invoice-view-cache.ts';
 import { defineRoute, routeParam } from '../internal/route.ts';
+import { sendJson } from '../internal/send-json.ts';
 
 export const CREATE_RATE_LIMIT = { perMinute: 100 } as const;
 export const LIST_LIMIT = { default: 20, max: 100 } as const;
@@ -24,13 +25,6 @@ function readIdempotencyKey(event: H3Event): string | null {
     throw invalidField('Idempotency-Key', `the Idempotency-Key header must be 1 to ${IDEMPOTENCY_KEY_MAX} characters`);
   }
   return key;
-}
-
-/** A JSON text as the body; headers on event.res and a string body keep srvx on its fast path. */
-function sendJson(event: H3Event, body: string, status = 200): string {
-  event.res.status = status;
-  event.res.headers.set('content-type', 'application/json; charset=utf-8');
-  return body;
 }
 
 export function registerInvoiceRoutes(app: H3, rt: Runtime): void {
