@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import { randomBase62 } from '../ids.ts';
 import type { Env } from '../domain/store.ts';
 
@@ -15,8 +15,13 @@ export function generateApiKey(env: Env): string {
   return KEY_PREFIX[env] + randomBase62(SECRET_LENGTH);
 }
 
+/** The stored hash of a key, in hex: every API request computes it, and the one-shot hex digest is the cheapest form. */
+export function hashApiKeyHex(key: string): string {
+  return hash('sha256', key, 'hex');
+}
+
 export function hashApiKey(key: string): Buffer {
-  return createHash('sha256').update(key, 'utf8').digest();
+  return Buffer.from(hashApiKeyHex(key), 'hex');
 }
 
 /** The environment a well-formed key claims, or null for a malformed one. */

@@ -1,7 +1,8 @@
 import { H3 } from 'h3';
 import { ApiError } from '../domain/errors.ts';
 import type { Runtime } from '../runtime.ts';
-import { requestContext } from './middleware/request-context.ts';
+import { createDirectGets } from './internal/direct-get.ts';
+import { createRequestLog, requestContext } from './middleware/request-context.ts';
 import { registerCheckoutRoutes } from './routes/checkout.ts';
 import { registerHealthRoutes } from './routes/health.ts';
 import { registerInvoiceRoutes } from './routes/invoices.ts';
@@ -14,12 +15,14 @@ export function createApp(rt: Runtime): H3 {
   // own 400 (not the error envelope, no X-Request-Id): routeParam answers it
   // with not_found, and unknown paths with the 404 below.
   const app = new H3({ silent: true, allowMalformedURL: true });
-  app.use(requestContext(rt.logger));
+  const log = createRequestLog(rt.logger);
+  const direct = createDirectGets(app, log);
+  app.use(requestContext(rt.logger, log));
   registerHealthRoutes(app, rt);
   registerOpenApiRoute(app);
-  registerInvoiceRoutes(app, rt);
+  registerInvoiceRoutes(app, rt, direct);
   registerWebhookRoutes(app, rt);
-  registerCheckoutRoutes(app, rt);
+  registerCheckoutRoutes(app, rt, direct);
   app.all('/**', (event) => {
     throw new ApiError('not_found', `no route for ${event.req.method} ${event.url.pathname}`);
   });

@@ -3,6 +3,7 @@ import { serve } from 'crossws/server';
 import type { H3 } from 'h3';
 import type { Duplex } from 'node:stream';
 import { answerClientError } from './internal/client-error.ts';
+import { directGetsOf } from './internal/direct-get.ts';
 
 export interface HttpServer {
   url: string;
@@ -26,6 +27,7 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
   const websocket: WSOptions = { resolve: (req) => resolveThroughApp(app, req), ...opts.websocket };
   const server = serve({ fetch: app.fetch, hostname: host, port, silent: true, gracefulShutdown: false, websocket });
   server.node?.server?.on('clientError', answerClientError);
+  answerDirectGetsFirst(app, server.node);
   await server.ready();
   // Upgraded sockets leave the HTTP server's books: closing it neither ends
   // them nor finishes while they are open. Track them to drop them on close.
@@ -45,6 +47,21 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
       await server.close(true);
     },
   };
+}
+
+/**
+ * Puts the app's direct GETs ahead of srvx's request listener (the handler it
+ * gave http.createServer): a request they cannot answer goes on to it as before.
+ */
+function answerDirectGetsFirst(app: H3, node: ReturnType<typeof serve>['node']): void {
+  const direct = directGetsOf(app);
+  if (!direct || !node?.server) return;
+  const { server, handler } = node;
+  server.off('request', handler);
+  if (server.listenerCount('request') !== 0) throw new Error('srvx request listener not found');
+  server.on('request', (req, res) => {
+    if (!direct.answer(req, res)) handler(req, res);
+  });
 }
 
 async function resolveThroughApp(app: H3, req: Request): Promise<Partial<Hooks>> {

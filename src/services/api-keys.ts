@@ -1,6 +1,6 @@
 import { ApiError } from '../domain/errors.ts';
 import type { Env, Store } from '../domain/store.ts';
-import { generateApiKey, hashApiKey, hashesEqual, parseApiKey, readBearer } from '../auth/api-keys.ts';
+import { generateApiKey, hashApiKey, hashApiKeyHex, hashesEqual, parseApiKey, readBearer } from '../auth/api-keys.ts';
 import type { ApiKeyRecord } from '../db/api-keys.ts';
 import { inTransaction } from '../db/connection.ts';
 import { newId } from '../ids.ts';
@@ -70,11 +70,11 @@ export function authenticateApiKey(ctx: Context, authorization: string | null | 
   const key = readBearer(authorization);
   if (!key) throw new ApiError('api_key_invalid', 'Authorization: Bearer <API key> is required');
   if (!parseApiKey(key)) throw new ApiError('api_key_invalid', 'the API key is malformed');
-  const hash = hashApiKey(key);
+  const hex = hashApiKeyHex(key);
   const cache = cachedCallers(ctx);
-  const hex = hash.toString('hex');
   let found = cache.get(hex);
   if (!found) {
+    const hash = Buffer.from(hex, 'hex');
     const rec = ctx.repos.apiKeys.findByHash(hash);
     if (!rec || !hashesEqual(rec.secretHash, hash)) throw new ApiError('api_key_invalid', 'the API key is not known');
     found = { rec, store: ctx.repos.stores.get(rec.storeId) };

@@ -1,4 +1,5 @@
 import type { TestContext } from 'node:test';
+import type { H3 } from 'h3';
 import { ManualClock } from '../../src/clock.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createApp } from '../../src/http/app.ts';
@@ -16,6 +17,7 @@ export const TRANSPORTS: Transport[] = ['in-process', 'socket'];
 
 export interface TestTill {
   rt: Runtime;
+  app: H3;
   clock: ManualClock;
   config: Config;
   /** http://127.0.0.1:port of the real socket. */
@@ -49,6 +51,7 @@ export async function startTestTill(t: TestContext, opts: TestTillOptions = {}):
   const transport = opts.transport ?? 'socket';
   return {
     rt,
+    app,
     clock,
     config,
     url: server.url,

@@ -15,13 +15,39 @@ export function getRequestId(event: H3Event): string {
   return event.context.requestId ?? 'unknown';
 }
 
+export interface RequestLogLine {
+  requestId: string;
+  method: string;
+  path: string;
+  status: number;
+  /** performance.now() when the request arrived. */
+  started: number;
+  keyId: string | undefined;
+}
+
+export type RequestLog = (line: RequestLogLine) => void;
+
+/** The one log line of a request: method, path, status, duration, key id — never a secret. */
+export function createRequestLog(logger: Logger): RequestLog {
+  const requestLog = fixedFieldsLogger(logger);
+  return (line) => {
+    requestLog.info({
+      req_id: line.requestId,
+      method: line.method,
+      path: line.path,
+      status: line.status,
+      ms: Math.round((performance.now() - line.started) * 10) / 10,
+      key_id: line.keyId,
+    }, 'request');
+  };
+}
+
 /**
  * Gives every request an id (X-Request-Id and error.request_id are the same
- * UUID), turns every thrown error into the spec's envelope, and writes one log
- * line per request: method, path, status, duration, key id — never a secret.
+ * UUID), turns every thrown error into the spec's envelope, and writes the
+ * request's log line.
  */
-export function requestContext(logger: Logger): Middleware {
-  const requestLog = fixedFieldsLogger(logger);
+export function requestContext(logger: Logger, log: RequestLog): Middleware {
   return async (event, next) => {
     const started = performance.now();
     const requestId = randomUUID();
@@ -42,14 +68,7 @@ export function requestContext(logger: Logger): Middleware {
       event.res.headers.forEach((v, k) => (headers[k] = v));
       return errorResponse(apiError, requestId, headers);
     } finally {
-      requestLog.info({
-        req_id: requestId,
-        method: event.req.method,
-        path: event.url.pathname,
-        status,
-        ms: Math.round((performance.now() - started) * 10) / 10,
-        key_id: event.context.apiKeyId,
-      }, 'request');
+      log({ requestId, method: event.req.method, path: event.url.pathname, status, started, keyId: event.context.apiKeyId });
     }
   };
 }

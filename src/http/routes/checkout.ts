@@ -2,13 +2,13 @@ import { defineWebSocketHandler, type H3, type H3Event } from 'h3';
 import { ApiError } from '../../domain/errors.ts';
 import { isId } from '../../ids.ts';
 import type { Runtime } from '../../runtime.ts';
+import type { DirectGets } from '../internal/direct-get.ts';
 import { InvoiceStreams, type OpenedStream } from '../internal/invoice-streams.ts';
 import { defineRoute, routeParam } from '../internal/route.ts';
-import { sendJson } from '../internal/send-json.ts';
 import { SnapshotCache } from '../internal/snapshot-cache.ts';
 import { parseLastEventId, SSE_HEADERS, SseBody } from '../internal/sse.ts';
 import { WS_CLOSE, wsSink } from '../internal/ws-sink.ts';
-import { publicCors } from '../middleware/cors.ts';
+import { PUBLIC_CORS_HEADERS, publicCors } from '../middleware/cors.ts';
 import { registerCheckoutPage } from './checkout-page.ts';
 
 // The public checkout API (spec 4.2, docs/CHECKOUT.md): no credential, CORS
@@ -33,7 +33,7 @@ function upgradeRequired(event: H3Event): never {
   throw new ApiError('upgrade_required', 'this endpoint is a WebSocket; connect with ws:// or wss://');
 }
 
-export function registerCheckoutRoutes(app: H3, rt: Runtime): void {
+export function registerCheckoutRoutes(app: H3, rt: Runtime, direct: DirectGets): void {
   const { ctx } = rt;
   const streams = new InvoiceStreams(ctx, rt.externalChanges, {
     heartbeatMs: rt.streamHeartbeatMs,
@@ -46,18 +46,20 @@ export function registerCheckoutRoutes(app: H3, rt: Runtime): void {
   app.use('/pay/**', publicCors());
 
   defineRoute(app, '/pay/invoices/:id', {
-    GET: (event) => {
-      const id = routeParam(event, 'id');
-      let json = snapshots.get(id);
-      if (json === null) {
-        const inv = isId('inv', id) ? ctx.repos.invoices.get(id) : null;
-        if (!inv) throw notFound(id);
-        json = streams.snapshotOf(inv).json;
-        snapshots.set(id, json);
-      }
-      event.res.headers.set('cache-control', 'no-store');
-      return sendJson(event, json);
-    },
+    GET: direct.get('/pay/invoices/:id', {
+      headers: { ...PUBLIC_CORS_HEADERS, 'cache-control': 'no-store' },
+      answer: (req) => {
+        const id = req.param('id');
+        let json = snapshots.get(id);
+        if (json === null) {
+          const inv = isId('inv', id) ? ctx.repos.invoices.get(id) : null;
+          if (!inv) throw notFound(id);
+          json = streams.snapshotOf(inv).json;
+          snapshots.set(id, json);
+        }
+        return json;
+      },
+    }),
   });
 
   defineRoute(app, '/pay/invoices/:id/events', {

@@ -7,9 +7,10 @@ import { SIMULATED_EVENTS, type SimulatedEvent } from '../../domain/simulate.ts'
 import { isId } from '../../ids.ts';
 import type { Runtime } from '../../runtime.ts';
 import { cancelInvoice, createInvoice, getInvoiceFor, hashRequest, simulateInvoice } from '../../services/invoices.ts';
-import { requireApiKey } from '../middleware/auth.ts';
+import { requireApiKey, requireApiKeyOf } from '../middleware/auth.ts';
 import { SlidingWindowLimiter } from '../middleware/rate-limit.ts';
 import { readJsonObject } from '../internal/body.ts';
+import type { DirectGets } from '../internal/direct-get.ts';
 import { InvoiceViewCache } from '../internal/invoice-view-cache.ts';
 import { defineRoute, routeParam } from '../internal/route.ts';
 import { sendJson } from '../internal/send-json.ts';
@@ -27,7 +28,7 @@ function readIdempotencyKey(event: H3Event): string | null {
   return key;
 }
 
-export function registerInvoiceRoutes(app: H3, rt: Runtime): void {
+export function registerInvoiceRoutes(app: H3, rt: Runtime, direct: DirectGets): void {
   const { ctx } = rt;
   const limiter = new SlidingWindowLimiter(CREATE_RATE_LIMIT.perMinute, 60_000, ctx.clock);
   const views = new InvoiceViewCache(ctx);
@@ -48,29 +49,33 @@ export function registerInvoiceRoutes(app: H3, rt: Runtime): void {
       if (result.replayed) event.res.headers.set('idempotent-replayed', 'true');
       return sendJson(event, result.body, result.status);
     },
-    GET: (event) => {
-      const caller = requireApiKey(event, ctx);
-      const q = parseListQuery(event.url.searchParams);
-      const ids = ctx.repos.invoices.listIds({ ...q, storeId: caller.store.id, livemode: caller.apiKey.env === 'live' });
-      const hasMore = ids.length > q.limit;
-      const page = ids.slice(0, q.limit);
-      if (q.endingBefore && !q.startingAfter) page.reverse();
-      // The page's ids come from the index; only views not cached are read and built.
-      const found = views.getAll(page);
-      for (const inv of ctx.repos.invoices.getMany(page.filter((id) => !found.has(id)))) found.set(inv.id, views.viewOf(inv));
-      return sendJson(event, `{"object":"list","url":"/v1/invoices","has_more":${hasMore},"data":[${page.map((id) => found.get(id)).join(',')}]}`);
-    },
+    GET: direct.get('/v1/invoices', {
+      answer: (req) => {
+        const caller = requireApiKeyOf(req, ctx);
+        const q = parseListQuery(req.query);
+        const ids = ctx.repos.invoices.listIds({ ...q, storeId: caller.store.id, livemode: caller.apiKey.env === 'live' });
+        const hasMore = ids.length > q.limit;
+        const page = ids.slice(0, q.limit);
+        if (q.endingBefore && !q.startingAfter) page.reverse();
+        // The page's ids come from the index; only views not cached are read and built.
+        const found = views.getAll(page);
+        for (const inv of ctx.repos.invoices.getMany(page.filter((id) => !found.has(id)))) found.set(inv.id, views.viewOf(inv));
+        return `{"object":"list","url":"/v1/invoices","has_more":${hasMore},"data":[${page.map((id) => found.get(id)).join(',')}]}`;
+      },
+    }),
   });
 
   defineRoute(app, '/v1/invoices/:id', {
-    GET: (event) => {
-      const caller = requireApiKey(event, ctx);
-      const id = routeParam(event, 'id');
-      const cached = views.get(id);
-      // A cached view of another store's or environment's invoice takes the uncached path to its 404.
-      if (cached && cached.storeId === caller.store.id && cached.livemode === (caller.apiKey.env === 'live')) return sendJson(event, cached.json);
-      return sendJson(event, views.viewOf(getInvoiceFor(ctx, caller, id)));
-    },
+    GET: direct.get('/v1/invoices/:id', {
+      answer: (req) => {
+        const caller = requireApiKeyOf(req, ctx);
+        const id = req.param('id');
+        const cached = views.get(id);
+        // A cached view of another store's or environment's invoice takes the uncached path to its 404.
+        if (cached && cached.storeId === caller.store.id && cached.livemode === (caller.apiKey.env === 'live')) return cached.json;
+        return views.viewOf(getInvoiceFor(ctx, caller, id));
+      },
+    }),
   });
 
   defineRoute(app, '/v1/invoices/:id/cancel', {

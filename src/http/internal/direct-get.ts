@@ -1,0 +1,159 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { H3, H3Event } from 'h3';
+import { routeParam } from './route.ts';
+import { sendJson } from './send-json.ts';
+import type { RequestLog } from '../middleware/request-context.ts';
+
+/**
+ * What a direct GET reads of its request: the same values whether h3 or the
+ * Node listener received it.
+ */
+export interface DirectRequest {
+  /** A route parameter, decoded. */
+  param(name: string): string;
+  readonly query: URLSearchParams;
+  header(name: string): string | null;
+  /** The API key that authenticated the request, for the log line. */
+  keyId?: string;
+}
+
+export interface DirectGetSpec {
+  /** Headers of a 200 answer besides content-type, x-request-id and content-length. */
+  headers?: Readonly<Record<string, string>>;
+  /** The 200 JSON body. Anything else is thrown, and rendered by the app. */
+  answer(req: DirectRequest): string;
+}
+
+type H3Handler = (event: H3Event) => string;
+
+interface Route {
+  segments: readonly string[];
+  rawHeaders: readonly string[];
+  spec: DirectGetSpec;
+}
+
+/**
+ * GET routes whose answer is a synchronous read (polled invoices, snapshots,
+ * list pages). Each is an h3 handler like any route, and the server also
+ * tries them straight on Node's request, ahead of srvx and h3: the web
+ * Request and Response wrappers and the middleware chain cost more than
+ * these reads (docs/DECISIONS.md "Direct GETs"). The Node side answers only
+ * a 200 of a plain request; anything unusual (another method, a path with
+ * characters URL parsing would rewrite, a repeated header the route reads, a
+ * thrown error) goes on to h3, which answers it in full, envelope and all.
+ */
+export class DirectGets {
+  readonly #routes: Route[] = [];
+  readonly #log: RequestLog;
+
+  constructor(log: RequestLog) {
+    this.#log = log;
+  }
+
+  /** Registers a direct GET and returns its h3 handler, for defineRoute. */
+  get(path: string, spec: DirectGetSpec): H3Handler {
+    const rawHeaders = [...Object.entries(spec.headers ?? {}).flat(), 'content-type', 'application/json; charset=utf-8'];
+    this.#routes.push({ segments: path.split('/'), rawHeaders, spec });
+    return (event) => {
+      const req: DirectRequest = {
+        param: (name) => routeParam(event, name),
+        get query() {
+          return event.url.searchParams;
+        },
+        header: (name) => event.req.headers.get(name),
+      };
+      try {
+        const json = spec.answer(req);
+        for (const [name, value] of Object.entries(spec.headers ?? {})) event.res.headers.set(name, value);
+        return sendJson(event, json);
+      } finally {
+        if (req.keyId) event.context.apiKeyId = req.keyId;
+      }
+    };
+  }
+
+  /** Answers a Node request if one of the routes can; false leaves it to the app. */
+  answer(req: IncomingMessage, res: ServerResponse): boolean {
+    if (req.method !== 'GET') return false;
+    const started = performance.now();
+    const url = req.url ?? '';
+    const queryAt = url.indexOf('?');
+    const path = queryAt < 0 ? url : url.slice(0, queryAt);
+    // Letters, digits, - and _ between slashes are what URL parsing leaves as
+    // they are: no dot segments, escapes or characters it would encode.
+    if (!PLAIN_PATH.test(path) || (queryAt >= 0 && url.includes('#', queryAt))) return false;
+    const segments = path.split('/');
+    for (const route of this.#routes) {
+      const params = matchSegments(route.segments, segments);
+      if (!params) continue;
+      const request = nodeRequest(req, params, queryAt < 0 ? '' : url.slice(queryAt + 1));
+      let json: string;
+      try {
+        json = route.spec.answer(request);
+      } catch {
+        return false;
+      }
+      const requestId = randomUUID();
+      res.writeHead(200, [...route.rawHeaders, 'x-request-id', requestId, 'content-length', String(Buffer.byteLength(json))]);
+      res.end(json);
+      this.#log({ requestId, method: 'GET', path, status: 200, started, keyId: request.keyId });
+      return true;
+    }
+    return false;
+  }
+}
+
+const PLAIN_PATH = /^(\/[A-Za-z0-9_-]+)+$/;
+
+function matchSegments(pattern: readonly string[], segments: readonly string[]): Map<string, string> | null {
+  if (pattern.length !== segments.length) return null;
+  const params = new Map<string, string>();
+  for (let i = 1; i < pattern.length; i++) {
+    if (pattern[i]!.startsWith(':')) params.set(pattern[i]!.slice(1), segments[i]!);
+    else if (pattern[i] !== segments[i]) return null;
+  }
+  return params;
+}
+
+function nodeRequest(req: IncomingMessage, params: Map<string, string>, search: string): DirectRequest {
+  let query: URLSearchParams | undefined;
+  return {
+    param: (name) => params.get(name) ?? '',
+    get query() {
+      return (query ??= new URLSearchParams(search));
+    },
+    header: (name) => {
+      // Node keeps the first of a repeated Authorization; the web Headers h3
+      // reads would join them. Such a request is left to h3.
+      if (isRepeated(req.rawHeaders, name)) throw new Error(`repeated ${name} header`);
+      const value = req.headers[name];
+      return typeof value === 'string' ? value : null;
+    },
+  };
+}
+
+function isRepeated(rawHeaders: readonly string[], lowerName: string): boolean {
+  let seen = false;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (rawHeaders[i]!.length === lowerName.length && rawHeaders[i]!.toLowerCase() === lowerName) {
+      if (seen) return true;
+      seen = true;
+    }
+  }
+  return false;
+}
+
+const registered = new WeakMap<H3, DirectGets>();
+
+/** The direct GETs of an app, which its routes register into. */
+export function createDirectGets(app: H3, log: RequestLog): DirectGets {
+  const direct = new DirectGets(log);
+  registered.set(app, direct);
+  return direct;
+}
+
+/** What the server tries on a Node request before handing it to the app. */
+export function directGetsOf(app: H3): DirectGets | undefined {
+  return registered.get(app);
+}
