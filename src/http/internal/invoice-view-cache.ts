@@ -9,25 +9,55 @@ interface Entry {
 }
 
 /**
- * Serialized API views of invoices, for GET /v1/invoices/:id and list pages.
- * Merchants poll their invoices, and reading one with its payments and
- * serializing it costs more than the rest of the request. The cache is exact:
- * an entry is dropped when a change to its invoice is published, and every
- * entry when another process commits (PRAGMA data_version moved) or a block
- * is connected or disconnected (confirmation counts of older payments move
- * without a published change).
+ * Serialized API views of invoices and whole list pages, for GET
+ * /v1/invoices/:id and GET /v1/invoices. Merchants poll their invoices, and
+ * reading them with their payments and serializing them costs more than the
+ * rest of the request. The cache is exact: a view is dropped when a change to
+ * its invoice is published, a store's pages when a change to any of its
+ * invoices is (a creation included), and everything when another process
+ * commits (PRAGMA data_version moved) or a block is connected or disconnected
+ * (confirmation counts of older payments move without a published change).
  */
 export class InvoiceViewCache {
   readonly #ctx: Context;
   readonly #max: number;
+  readonly #maxPageChars: number;
   readonly #entries = new Map<string, Entry>();
+  /** Store id → page key → page JSON; stores in the order their first page was cached. */
+  readonly #pages = new Map<string, Map<string, string>>();
+  #pageChars = 0;
   #dataVersion = -1;
   #blockChanges = -1;
 
-  constructor(ctx: Context, max = 10_000) {
+  constructor(ctx: Context, opts: { max?: number; maxPageChars?: number } = {}) {
     this.#ctx = ctx;
-    this.#max = max;
-    ctx.feed.subscribeAll((inv) => this.#entries.delete(inv.id));
+    this.#max = opts.max ?? 10_000;
+    // 4 MiB of pages: ~200 pages of 20 invoices, small beside the views.
+    this.#maxPageChars = opts.maxPageChars ?? 4 * 1024 * 1024;
+    ctx.feed.subscribeAll((inv) => {
+      this.#entries.delete(inv.id);
+      this.#dropPages(inv.storeId);
+    });
+  }
+
+  /** A cached list page of this store, if it is still exact. */
+  page(storeId: string, key: string): string | undefined {
+    this.#dropIfStale();
+    return this.#pages.get(storeId)?.get(key);
+  }
+
+  /** Remembers a page just built (no staleness check, as for viewOf). */
+  setPage(storeId: string, key: string, json: string): void {
+    if (json.length > this.#maxPageChars) return;
+    // Oldest store first: its pages go until the new one fits.
+    for (const oldest of this.#pages.keys()) {
+      if (this.#pageChars + json.length <= this.#maxPageChars) break;
+      this.#dropPages(oldest);
+    }
+    let pages = this.#pages.get(storeId);
+    if (!pages) this.#pages.set(storeId, (pages = new Map()));
+    this.#pageChars += json.length - (pages.get(key)?.length ?? 0);
+    pages.set(key, json);
   }
 
   /** The cached view of this invoice, if it is still exact. */
@@ -65,7 +95,16 @@ export class InvoiceViewCache {
     const blockChanges = this.#ctx.chain.blockChanges;
     if (dataVersion === this.#dataVersion && blockChanges === this.#blockChanges) return;
     this.#entries.clear();
+    this.#pages.clear();
+    this.#pageChars = 0;
     this.#dataVersion = dataVersion;
     this.#blockChanges = blockChanges;
+  }
+
+  #dropPages(storeId: string): void {
+    const pages = this.#pages.get(storeId);
+    if (!pages) return;
+    for (const json of pages.values()) this.#pageChars -= json.length;
+    this.#pages.delete(storeId);
   }
 }

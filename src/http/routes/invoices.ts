@@ -52,15 +52,20 @@ export function registerInvoiceRoutes(app: H3, rt: Runtime, direct: DirectGets):
     GET: direct.get('/v1/invoices', {
       answer: (req) => {
         const caller = requireApiKeyOf(req, ctx);
-        const q = parseListQuery(req.query);
-        const ids = ctx.repos.invoices.listIds({ ...q, storeId: caller.store.id, livemode: caller.apiKey.env === 'live' });
+        const q = { ...parseListQuery(req.query), storeId: caller.store.id, livemode: caller.apiKey.env === 'live' };
+        const pageKey = JSON.stringify(q);
+        const cached = views.page(q.storeId, pageKey);
+        if (cached !== undefined) return cached;
+        const ids = ctx.repos.invoices.listIds(q);
         const hasMore = ids.length > q.limit;
         const page = ids.slice(0, q.limit);
         if (q.endingBefore && !q.startingAfter) page.reverse();
         // The page's ids come from the index; only views not cached are read and built.
         const found = views.getAll(page);
         for (const inv of ctx.repos.invoices.getMany(page.filter((id) => !found.has(id)))) found.set(inv.id, views.viewOf(inv));
-        return `{"object":"list","url":"/v1/invoices","has_more":${hasMore},"data":[${page.map((id) => found.get(id)).join(',')}]}`;
+        const json = `{"object":"list","url":"/v1/invoices","has_more":${hasMore},"data":[${page.map((id) => found.get(id)).join(',')}]}`;
+        views.setPage(q.storeId, pageKey, json);
+        return json;
       },
     }),
   });

@@ -54,6 +54,10 @@ export async function getInvoice(f: ChainFixture, id: string): Promise<any> {
   return (await call(f.till, 'GET', `/v1/invoices/${id}`, { key: f.store.key })).body;
 }
 
+export async function listInvoices(f: ChainFixture): Promise<any> {
+  return (await call(f.till, 'GET', '/v1/invoices', { key: f.store.key })).body;
+}
+
 export function eventTypes(f: ChainFixture, invoiceId: string): string[] {
   return f.till.rt.ctx.repos.events.listForInvoice(invoiceId).map((e) => e.type);
 }

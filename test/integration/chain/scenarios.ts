@@ -6,7 +6,7 @@ import { createRuntime } from '../../../src/runtime.ts';
 import { expireDueInvoices } from '../../../src/services/invoices.ts';
 import { addXpub } from '../../../src/services/xpubs.ts';
 import { call, startTestTill } from '../../helpers/till-server.ts';
-import { createInvoice, eventTypes, getInvoice, mineAndSync, nodeEnv, startChainFixture, startWatching, synced, waitFor, type NodeFactory } from './helpers.ts';
+import { createInvoice, eventTypes, getInvoice, listInvoices, mineAndSync, nodeEnv, startChainFixture, startWatching, synced, waitFor, type NodeFactory } from './helpers.ts';
 
 /**
  * The chain scenarios, end to end through HTTP, against any node: the fake
@@ -44,8 +44,10 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     // Blocks re-evaluate an invoice while its payments are 7 deep or less; counts move on after that.
     await mineAndSync(f, 5);
     assert.equal((await getInvoice(f, inv.id)).payments[0].confirmations, 8);
+    assert.equal((await listInvoices(f)).data[0].payments[0].confirmations, 8);
     await mineAndSync(f);
     assert.equal((await getInvoice(f, inv.id)).payments[0].confirmations, 9, 'also once blocks no longer re-evaluate the invoice');
+    assert.equal((await listInvoices(f)).data[0].payments[0].confirmations, 9, 'and on a list page');
     assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid'], 'a payment is detected once, paid once');
   });
 

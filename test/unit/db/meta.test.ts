@@ -17,7 +17,7 @@ test('dataVersion moves when another connection commits, seen from the next sync
 
   meta.set('mine', '1');
   await setImmediate();
-  assert.equal(meta.dataVersion(), before, 'this connection's own commits do not move it');
+  assert.equal(meta.dataVersion(), before, 'commits of this connection do not move it');
 
   const other = new Database(databasePath(dir));
   other.prepare(`INSERT INTO meta (key, value) VALUES ('theirs', '1')`).run();
@@ -25,5 +25,5 @@ test('dataVersion moves when another connection commits, seen from the next sync
   // One read serves the whole run (a request's key cache and view cache both ask).
   assert.equal(meta.dataVersion(), before);
   await setImmediate();
-  assert.notEqual(meta.dataVersion(), before, 'the other connection's commit shows at the next run');
+  assert.notEqual(meta.dataVersion(), before, 'a commit of another connection shows at the next run');
 });
