@@ -4,17 +4,11 @@
 // Run: node scripts/bench/echo-server.ts --port 8090
 import { H3 } from 'h3';
 import { serve } from 'crossws/server';
-
-function readPort(argv: string[]): number {
-  const i = argv.indexOf('--port');
-  const port = Number(argv[i + 1]);
-  if (i < 0 || !Number.isInteger(port) || port < 1 || port > 65535) throw new Error('usage: echo-server.ts --port <1-65535>');
-  return port;
-}
+import { readPortArg } from './support/children.ts';
 
 const app = new H3();
 app.post('/echo', async (event) => event.req.json());
 
-const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: readPort(process.argv), silent: true, gracefulShutdown: false });
+const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: readPortArg(process.argv), silent: true, gracefulShutdown: false });
 await server.ready();
 process.once('SIGTERM', () => void server.close(true).then(() => process.exit(0)));

@@ -19,6 +19,23 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** The `--port <1-65535>` argument of a bench server script. */
+export function readPortArg(argv: string[]): number {
+  const i = argv.indexOf('--port');
+  const port = Number(argv[i + 1]);
+  if (i < 0 || !Number.isInteger(port) || port < 1 || port > 65535) throw new Error('usage: --port <1-65535>');
+  return port;
+}
+
+/** Starts a bench server script (`scripts/bench/<name>`, taking --port) and waits until `probePath` answers. */
+export async function startBenchServer(script: string, probePath: string): Promise<{ child: NodeChild; url: string }> {
+  const port = await freePort();
+  const child = startNode([script, '--port', String(port)]);
+  const url = `http://127.0.0.1:${port}`;
+  await waitForHttp(url + probePath, child);
+  return { child, url };
+}
+
 export interface NodeChild {
   proc: ChildProcess;
   /** The last 8 KiB the child wrote to stderr, for error messages. */
