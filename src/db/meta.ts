@@ -23,8 +23,8 @@ export function createMetaRepo(db: Db) {
      * Moves when another connection (another process) commits: a cheap "did
      * anything change?". Read once per synchronous run: a request's API key
      * cache and view cache both ask, and the pragma (SQLite's shared-memory
-     * locks) costs 4-13 µs. A commit
-     * landing within the run is seen by the next one, as if it came after.
+     * locks) costs 4-13 µs. A commit landing within the run is seen by the
+     * next one, as if it came after.
      */
     dataVersion(): number {
       if (dataVersionNow === null) {
