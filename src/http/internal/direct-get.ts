@@ -53,7 +53,8 @@ export class DirectGets {
 
   /** Registers a direct GET and returns its h3 handler, for defineRoute. */
   get(path: string, spec: DirectGetSpec): H3Handler {
-    const rawHeaders = [...Object.entries(spec.headers ?? {}).flat(), 'content-type', 'application/json; charset=utf-8'];
+    const headers = Object.entries(spec.headers ?? {});
+    const rawHeaders = [...headers.flat(), 'content-type', 'application/json; charset=utf-8'];
     this.#routes.push({ segments: path.split('/'), rawHeaders, spec });
     return (event) => {
       const req: DirectRequest = {
@@ -65,7 +66,7 @@ export class DirectGets {
       };
       try {
         const json = spec.answer(req);
-        for (const [name, value] of Object.entries(spec.headers ?? {})) event.res.headers.set(name, value);
+        for (const [name, value] of headers) event.res.headers.set(name, value);
         return sendJson(event, json);
       } finally {
         if (req.keyId) event.context.apiKeyId = req.keyId;
