@@ -20,7 +20,7 @@ import { testTpub } from '../../test/helpers/keys.ts';
 import { nextMessage, ofType, startNode, type NodeChild } from './support/children.ts';
 import { makeTempDir } from './support/cleanup.ts';
 import type { FakeNodeCommand, FakeNodeMessage } from './support/fake-node.ts';
-import { devNullLogger } from './support/logger.ts';
+import { devNullLogger, progressLog } from './support/logger.ts';
 import { explainMiss, percentile, printResults, round, type BenchRow } from './support/results.ts';
 import { benchConfig, insertInvoiceRows, openSeedContext } from './support/seed.ts';
 
@@ -34,9 +34,7 @@ const ZMQ_WARMUP = 10;
 const ZMQ_SAMPLES = 200;
 const INVOICE_SATS = 10_000;
 
-function log(msg: string): void {
-  console.error(`chain: ${msg}`);
-}
+const log = progressLog('chain');
 
 function randomP2wpkh(): Buffer {
   return Buffer.concat([Buffer.from([0x00, 0x14]), randomBytes(20)]);

@@ -13,9 +13,10 @@ import { addXpub } from '../../src/services/xpubs.ts';
 import { testTpub } from '../../test/helpers/keys.ts';
 import { freePort, readMemoryMiB, startBenchServer, startTillServe, waitForHttp, type NodeChild } from './support/children.ts';
 import { makeTempDir } from './support/cleanup.ts';
+import { progressLog } from './support/logger.ts';
 import { explainMiss, percentile, printResults, round, type BenchRow } from './support/results.ts';
 import { BENCH_ENV, openSeedContext } from './support/seed.ts';
-import { runWrk, type WrkResult } from './support/wrk.ts';
+import { runWrkWarm, type WrkResult } from './support/wrk.ts';
 
 const STREAMS = Number(process.env.CHECKOUT_BENCH_STREAMS ?? 10_000);
 const LATENCY_CHANGES = 200;
@@ -26,9 +27,7 @@ const GET_SECONDS = 10;
 /** Invoice creation allows 100 a minute per key; the latency probe needs LATENCY_CHANGES + 1 invoices. */
 const KEYS = Math.ceil((LATENCY_CHANGES + 1) / 90);
 
-function log(msg: string): void {
-  console.error(`checkout: ${msg}`);
-}
+const log = progressLog('checkout');
 
 /** The open-files limit children of this process get (`ulimit -n`). */
 function openFilesLimit(): number {
@@ -182,9 +181,8 @@ async function measureSingleSubscriber(server: Server): Promise<BenchRow> {
   };
 }
 
-async function measureGets(url: string): Promise<WrkResult> {
-  await runWrk(url, { connections: GET_CONNECTIONS, durationS: 2 });
-  return runWrk(url, { connections: GET_CONNECTIONS, durationS: GET_SECONDS });
+function measureGets(url: string): Promise<WrkResult> {
+  return runWrkWarm(url, { connections: GET_CONNECTIONS, durationS: GET_SECONDS }, 2);
 }
 
 async function measureSnapshotGets(server: Server): Promise<BenchRow[]> {

@@ -15,11 +15,12 @@ import { addXpub } from '../../src/services/xpubs.ts';
 import { testTpub } from '../../test/helpers/keys.ts';
 import { freePort, readMemoryMiB, startBenchServer, startTillServe, waitForHttp, type NodeChild } from './support/children.ts';
 import { makeTempDir } from './support/cleanup.ts';
+import { progressLog } from './support/logger.ts';
 import { measureDurableCommit } from './support/disk.ts';
 import { prefillPools } from './support/pools.ts';
 import { explainMiss, printResults, round, type BenchRow } from './support/results.ts';
 import { BENCH_ENV, benchConfig, insertInvoiceRows, openSeedContext } from './support/seed.ts';
-import { ensureWrk, rotatingKeysScript, runWrk, type WrkResult } from './support/wrk.ts';
+import { ensureWrk, rotatingKeysScript, runWrkWarm, type WrkOptions, type WrkResult } from './support/wrk.ts';
 
 const STORES = 64;
 const KEYS_PER_STORE = 32;
@@ -46,9 +47,7 @@ interface Prepared {
   poolXpubIds: string[];
 }
 
-function log(msg: string): void {
-  console.error(`invoices: ${msg}`);
-}
+const log = progressLog('invoices');
 
 /** Test-mode stores, each with its own tpub and `keysPer` keys; keys come back interleaved across stores. */
 function makeStores(ctx: Context, count: number, keysPer: number, label: string): { keys: string[]; xpubIds: string[] } {
@@ -89,9 +88,8 @@ async function prepare(dataDir: string): Promise<Prepared> {
 }
 
 /** Warm-up (JIT, caches, connections), then the measured run. */
-async function measure(url: string, opts: Parameters<typeof runWrk>[1], durationS = RUN_S): Promise<WrkResult> {
-  await runWrk(url, { ...opts, durationS: WARMUP_S, connections: CONNECTIONS });
-  return runWrk(url, { ...opts, durationS, connections: CONNECTIONS });
+function measure(url: string, opts: WrkOptions, durationS = RUN_S): Promise<WrkResult> {
+  return runWrkWarm(url, { ...opts, durationS, connections: CONNECTIONS }, WARMUP_S);
 }
 
 function errorsNote(r: WrkResult): string {

@@ -18,7 +18,7 @@ import { createRuntime, type Runtime } from '../../src/runtime.ts';
 import { testTpub } from '../../test/helpers/keys.ts';
 import { nextMessage, ofType, startNode, type NodeChild } from './support/children.ts';
 import { makeTempDir } from './support/cleanup.ts';
-import { devNullLogger } from './support/logger.ts';
+import { devNullLogger, progressLog } from './support/logger.ts';
 import { explainMiss, percentile, printResults, round, type BenchRow } from './support/results.ts';
 import type { ReceiverCommand, ReceiverMessage } from './support/receiver.ts';
 import { benchConfig, insertWaitingDeliveries, openSeedContext } from './support/seed.ts';
@@ -36,9 +36,7 @@ const LATENCY_WARMUP = 20;
 const LATENCY_SAMPLES = 500;
 const DELIVERY_TARGET = 5000;
 
-function log(msg: string): void {
-  console.error(`webhooks: ${msg}`);
-}
+const log = progressLog('webhooks');
 
 interface Receiver {
   child: NodeChild;

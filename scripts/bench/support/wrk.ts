@@ -68,6 +68,12 @@ export function parseWrk(output: string): WrkResult {
 
 let scriptCount = 0;
 
+/** A warm-up run of `warmupS` seconds, then the measured one with the same options. */
+export async function runWrkWarm(url: string, opts: WrkOptions, warmupS: number): Promise<WrkResult> {
+  await runWrk(url, { ...opts, durationS: warmupS });
+  return runWrk(url, opts);
+}
+
 export function runWrk(url: string, opts: WrkOptions = {}): Promise<WrkResult> {
   ensureWrk();
   const args = [`-t${opts.threads ?? 1}`, `-c${opts.connections ?? 64}`, `-d${opts.durationS ?? 10}s`, '--latency'];
