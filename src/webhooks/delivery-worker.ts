@@ -1,6 +1,6 @@
 import type { SealedSecrets } from '../db/webhook-endpoints.ts';
 import type { DueDelivery } from '../db/webhook-deliveries.ts';
-import { fixedFieldsLogger, type Logger } from '../log.ts';
+import { createLineLogger, type LineFields, type Logger } from '../log.ts';
 import type { Context } from '../services/context.ts';
 import { dispatchEvents } from './dispatcher.ts';
 import { ATTEMPT_TIMEOUT_MS, classifyOutcome, nextAttemptAt } from './schedule.ts';
@@ -36,7 +36,7 @@ export class DeliveryWorker {
   readonly #ctx: Context;
   readonly #logger: Logger;
   /** The one line per attempt (fixed fields, no secret). */
-  readonly #attemptLog: Logger;
+  readonly #attemptLog: (fields: LineFields) => void;
   readonly #maxInFlight: number;
   readonly #maxPerTarget: number;
   readonly #timeoutMs: number;
@@ -58,7 +58,7 @@ export class DeliveryWorker {
   constructor(ctx: Context, logger: Logger, opts: DeliveryWorkerOptions = {}) {
     this.#ctx = ctx;
     this.#logger = logger;
-    this.#attemptLog = fixedFieldsLogger(logger);
+    this.#attemptLog = createLineLogger(logger, 'webhook attempt');
     this.#maxInFlight = opts.maxInFlight ?? 256;
     this.#maxPerTarget = opts.maxPerTarget ?? 16;
     this.#timeoutMs = opts.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
@@ -247,6 +247,6 @@ export class DeliveryWorker {
         responseBody: result.responseBody,
       }, next),
     OUTCOME_COMMIT_WAIT_MS);
-    this.#attemptLog.info({ delivery_id: d.id, event_id: d.eventId, status_code: result.status, outcome: next.status, attempt: d.attempts + 1 }, 'webhook attempt');
+    this.#attemptLog({ delivery_id: d.id, event_id: d.eventId, status_code: result.status, outcome: next.status, attempt: d.attempts + 1 });
   }
 }

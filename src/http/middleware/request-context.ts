@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { H3Event, Middleware } from 'h3';
-import { fixedFieldsLogger, type Logger } from '../../log.ts';
+import { createLineLogger, type Logger } from '../../log.ts';
 import { errorResponse, toApiError } from '../errors.ts';
 
 declare module 'h3' {
@@ -29,16 +29,16 @@ export type RequestLog = (line: RequestLogLine) => void;
 
 /** The one log line of a request: method, path, status, duration, key id — never a secret. */
 export function createRequestLog(logger: Logger): RequestLog {
-  const requestLog = fixedFieldsLogger(logger);
+  const requestLog = createLineLogger(logger, 'request');
   return (line) => {
-    requestLog.info({
+    requestLog({
       req_id: line.requestId,
       method: line.method,
       path: line.path,
       status: line.status,
       ms: Math.round((performance.now() - line.started) * 10) / 10,
       key_id: line.keyId,
-    }, 'request');
+    });
   };
 }
 
