@@ -8,9 +8,9 @@ import { tempDir } from '../../helpers/temp.ts';
 const TILL = fileURLToPath(new URL('../../../cli/till.ts', import.meta.url));
 
 /** Starts `till serve --demo` on port 0 on a fresh data dir; resolves once it listens and printed the demo key. */
-function startServe(dataDir: string): Promise<{ url: string; key: string; stop: () => Promise<void> }> {
+function startServe(dataDir: string, logLevel = 'silent'): Promise<{ url: string; key: string; output: () => string; stop: () => Promise<void> }> {
   const child = spawn(process.execPath, [TILL, '--data-dir', dataDir, '--port', '0', 'serve', '--demo'], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', TILL_LOG_LEVEL: 'silent' },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', TILL_LOG_LEVEL: logLevel },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -22,7 +22,7 @@ function startServe(dataDir: string): Promise<{ url: string; key: string; stop: 
       const key = /svc_test_[0-9A-Za-z]{32}/.exec(out)?.[0];
       if (url && key) {
         clearTimeout(timer);
-        resolve({ url, key, stop: () => new Promise<void>((r) => { child.once('exit', () => r()); child.kill('SIGTERM'); }) });
+        resolve({ url, key, output: () => out, stop: () => new Promise<void>((r) => { child.once('exit', () => r()); child.kill('SIGTERM'); }) });
       }
     });
     child.once('exit', (code) => reject(new Error(`serve exited ${code}: ${out}`)));
@@ -46,6 +46,19 @@ test('npm start path: serve --demo on a fresh data dir creates a demo store and 
   const health = await (await fetch(`${till.url}/healthz`)).json();
   assert.equal(health.status, 'ok');
   assert.equal(health.chain.status, 'disabled');
+});
+
+test('a request\'s log line shows on stdout while a quiet till runs, not only when lines pile up', async (t) => {
+  const till = await startServe(tempDir(t), 'info');
+  t.after(() => till.stop());
+  const res = await fetch(`${till.url}/healthz`);
+  const requestId = res.headers.get('x-request-id');
+  assert.ok(requestId);
+  const deadline = Date.now() + 5_000;
+  while (!till.output().includes(requestId) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  const line = till.output().split('\n').find((l) => l.includes(requestId));
+  assert.ok(line, 'the line was written within 5 s');
+  assert.deepEqual({ ...JSON.parse(line), time: 0, ms: 0 }, { level: 30, time: 0, req_id: requestId, method: 'GET', path: '/healthz', status: 200, ms: 0, msg: 'request' });
 });
 
 test('a second serve on the same data dir refuses to start; the CLI still works beside it', async (t) => {
