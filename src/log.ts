@@ -12,13 +12,55 @@ export function createLogger(level: string = 'info', destination?: NodeJS.Writab
       timestamp: pino.stdTimeFunctions.isoTime,
       redact: { paths: ['*.authorization', '*.password', '*.rpcPassword', '*.secret', '*.key'], censor: '[redacted]' },
     },
-    // Written off the event loop, one write in flight: a line goes out at
-    // once on a quiet till, and under load the lines that come while a write
-    // is in flight go out together in the next. (Holding lines until 4 KiB
-    // had gathered kept a quiet till's lines back for hours, and measured no
-    // faster in the invoice bench.) What is pending is flushed on shutdown.
-    destination ?? pino.destination({ fd: 1, sync: false }),
+    destination ?? stdoutLines(),
   );
+}
+
+interface LineDestination {
+  write(lines: string): boolean;
+  flush(cb?: (err?: Error) => void): void;
+}
+
+let stdout: LineDestination | undefined;
+
+/**
+ * Stdout, one per process: the lines of an event-loop turn go out together
+ * in one synchronous write when the turn ends. A quiet till's line goes out
+ * at once; under load a write serves many requests, and no thread-pool hop is
+ * paid per write (~10% of a cached GET's rate on a 2-core machine, where that
+ * thread competes with the clients; docs/PERFORMANCE.md). sonic-boom does the
+ * writing: short writes, and EAGAIN on a non-blocking pipe. A slow reader of
+ * stdout slows the till rather than growing its memory, as pino's default.
+ */
+function stdoutLines(): LineDestination {
+  if (stdout) return stdout;
+  const out = pino.destination({ fd: 1, sync: true });
+  let pending = '';
+  let scheduled = false;
+  const writePending = () => {
+    scheduled = false;
+    if (pending === '') return;
+    const lines = pending;
+    pending = '';
+    out.write(lines);
+  };
+  // Lines of the last turn, when the process ends before it does.
+  process.once('exit', writePending);
+  stdout = {
+    write(lines) {
+      pending += lines;
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(writePending);
+      }
+      return true;
+    },
+    flush(cb) {
+      writePending();
+      cb?.();
+    },
+  };
+  return stdout;
 }
 
 export type LineFields = Readonly<Record<string, string | number | boolean | null | undefined>>;
