@@ -62,9 +62,10 @@ export function createWebhookDeliveriesRepo(db: Db) {
     `SELECT DISTINCT target FROM (SELECT target FROM webhook_deliveries
        WHERE status = 'attempting' AND next_attempt_at <= ? ORDER BY next_attempt_at) LIMIT ?`,
   );
-  const dueForTarget = db.prepare<[string, number, number], DueDelivery>(
+  const dueForTarget = db.prepare<[string, number, string, number], DueDelivery>(
     `SELECT ${COLUMNS}, e.type AS eventType, e.body FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
-     WHERE d.status = 'attempting' AND d.target = ? AND d.next_attempt_at <= ? ORDER BY d.next_attempt_at LIMIT ?`,
+     WHERE d.status = 'attempting' AND d.target = ? AND d.next_attempt_at <= ?
+       AND d.id NOT IN (SELECT value FROM json_each(?)) ORDER BY d.next_attempt_at LIMIT ?`,
   );
   const attemptingById = db.prepare<[string], DueDelivery>(
     `SELECT ${COLUMNS}, e.type AS eventType, e.body FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
@@ -102,8 +103,9 @@ export function createWebhookDeliveriesRepo(db: Db) {
     dueTargets(now: number, limit: number): string[] {
       return dueTargets.all(now, limit).map((r) => r.target);
     },
-    dueForTarget(target: string, now: number, limit: number): DueDelivery[] {
-      return dueForTarget.all(target, now, limit);
+    /** The target's due deliveries, but for those in `skip` (being attempted already). */
+    dueForTarget(target: string, now: number, limit: number, skip: Iterable<string> = []): DueDelivery[] {
+      return dueForTarget.all(target, now, JSON.stringify([...skip]), limit);
     },
     /** The delivery with what sending it needs, if it is still attempting. */
     getAttempting(id: string): DueDelivery | null {
