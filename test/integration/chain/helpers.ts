@@ -30,7 +30,12 @@ export async function startChainFixture(t: TestContext, makeNode: NodeFactory, o
 export async function startWatching(till: TestTill, node: ChainNode): Promise<void> {
   till.rt.chain!.start();
   await till.rt.chain!.idle();
-  await node.waitForSubscriber();
+  try {
+    await node.waitForSubscriber();
+  } catch (err) {
+    // Seen twice in full-suite runs, never alone: say what Till's side saw.
+    throw new Error(`${(err as Error).message}; Till's chain health: ${JSON.stringify(till.rt.chain!.health())}`, { cause: err });
+  }
 }
 
 /** Polls until check() is truthy; fails after timeoutMs. */
