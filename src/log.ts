@@ -73,11 +73,14 @@ export type LineFields = Readonly<Record<string, string | number | boolean | nul
  * Undefined fields are left out, as pino does.
  */
 export function createLineLogger(logger: Logger, msg: string): (fields: LineFields) => void {
-  const stream = (logger as unknown as Record<symbol, { write(line: string): unknown }>)[pino.symbols.streamSym]!;
+  const internals = logger as unknown as Record<symbol, unknown>;
+  const stream = internals[pino.symbols.streamSym] as { write(line: string): unknown };
+  // A child logger's bindings, as pino has already serialized them (",\"k\":v").
+  const bindings = (internals[pino.symbols.chindingsSym] as string | undefined) ?? '';
   const end = `,"msg":${JSON.stringify(msg)}}\n`;
   return (fields) => {
     if (!logger.isLevelEnabled('info')) return;
-    let line = `{"level":30,"time":"${isoNow()}"`;
+    let line = `{"level":30,"time":"${isoNow()}"${bindings}`;
     for (const key in fields) {
       const value = fields[key];
       if (value !== undefined) line += `,"${key}":${JSON.stringify(value)}`;

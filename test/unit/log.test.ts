@@ -24,6 +24,16 @@ test('a hand-built line is the line pino writes for the same fields', () => {
   assert.deepEqual({ ...byHand, time: 0 }, { ...fromPino, time: 0 });
 });
 
+test('a child logger\'s bindings are written as pino writes them', () => {
+  const { logger, lines } = capture();
+  const child = logger.child({ component: 'webhooks' });
+  child.info({ attempt: 1 }, 'webhook attempt');
+  createLineLogger(child, 'webhook attempt')({ attempt: 1 });
+  const [fromPino, byHand] = lines.map((l) => ({ ...JSON.parse(l), time: 0 }));
+  assert.equal(byHand.component, 'webhooks');
+  assert.deepEqual(Object.entries(byHand!), Object.entries(fromPino!));
+});
+
 test('undefined fields are left out, as pino leaves them out; null is kept', () => {
   const { logger, lines } = capture();
   createLineLogger(logger, 'webhook attempt')({ delivery_id: 'dlv_1', status_code: null, key_id: undefined });
