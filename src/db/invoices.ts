@@ -283,10 +283,6 @@ export function createInvoicesRepo(db: Db) {
         upsertPayment.run({ ...p, invoiceId: after.id, blockHash: p.blockHash ?? null });
       }
     },
-    /**
-     * One page, newest first. Returns limit+1 rows at most so the caller can
-     * tell has_more; with endingBefore the rows come back oldest first.
-     */
     /** These invoices with their payments, in no particular order; unknown ids are left out. */
     getMany(ids: string[]): StoredInvoice[] {
       return ids.length === 0 ? [] : loadMany(byIds.all(JSON.stringify(ids)));
