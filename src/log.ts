@@ -4,7 +4,7 @@ export type { Logger };
 
 // Structured JSON lines on stdout. Secrets never reach the logger: callers log
 // key ids and masked values only, and the redact list is a second fence.
-export function createLogger(level: string = 'info', destination?: NodeJS.WritableStream): Logger {
+export function createLogger(level: string = 'info', destination?: pino.DestinationStream): Logger {
   return pino(
     {
       level,
@@ -16,25 +16,30 @@ export function createLogger(level: string = 'info', destination?: NodeJS.Writab
   );
 }
 
-interface LineDestination {
+export interface LineDestination {
   write(lines: string): boolean;
   flush(cb?: (err?: Error) => void): void;
 }
 
 let stdout: LineDestination | undefined;
 
-/**
- * Stdout, one per process: the lines of an event-loop turn go out together
- * in one synchronous write when the turn ends. A quiet till's line goes out
- * at once; under load a write serves many requests, and no thread-pool hop is
- * paid per write (~10% of a cached GET's rate on a 2-core machine, where that
- * thread competes with the clients; docs/PERFORMANCE.md). sonic-boom does the
- * writing: short writes, and EAGAIN on a non-blocking pipe. A slow reader of
- * stdout slows the till rather than growing its memory, as pino's default.
- */
+/** Stdout as every logger of the process writes it: one destination, see lineDestination(). */
 function stdoutLines(): LineDestination {
-  if (stdout) return stdout;
-  const out = pino.destination({ fd: 1, sync: true });
+  return (stdout ??= lineDestination(1));
+}
+
+/**
+ * Log lines to a file descriptor: the lines of an event-loop turn go out
+ * together in one synchronous write when the turn ends. A quiet till's line
+ * goes out at once; under load a write serves many requests, and no
+ * thread-pool hop is paid per write (~10% of a cached GET's rate on a 2-core
+ * machine, where that thread competes with the clients; docs/PERFORMANCE.md).
+ * sonic-boom does the writing: short writes, and EAGAIN on a non-blocking
+ * pipe. A slow reader slows the till rather than growing its memory, as
+ * pino's default.
+ */
+export function lineDestination(fd: number): LineDestination {
+  const out = pino.destination({ fd, sync: true });
   let pending = '';
   let scheduled = false;
   const writePending = () => {
@@ -46,7 +51,7 @@ function stdoutLines(): LineDestination {
   };
   // Lines of the last turn, when the process ends before it does.
   process.once('exit', writePending);
-  stdout = {
+  return {
     write(lines) {
       pending += lines;
       if (!scheduled) {
@@ -60,7 +65,6 @@ function stdoutLines(): LineDestination {
       cb?.();
     },
   };
-  return stdout;
 }
 
 export type LineFields = Readonly<Record<string, string | number | boolean | null | undefined>>;

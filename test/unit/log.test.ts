@@ -4,7 +4,7 @@ import { createLineLogger, createLogger } from '../../src/log.ts';
 
 function capture(level = 'info') {
   const lines: string[] = [];
-  const logger = createLogger(level, { write: (line: string) => lines.push(line) } as unknown as NodeJS.WritableStream);
+  const logger = createLogger(level, { write: (line: string) => void lines.push(line) });
   return { logger, lines };
 }
 
