@@ -1,6 +1,6 @@
 import { systemClock, type Clock } from './clock.ts';
 import type { Config } from './config.ts';
-import { startCheckpointer } from './db/checkpointer.ts';
+import { startDbThread, type DbThread } from './db/db-thread.ts';
 import { openDatabase } from './db/connection.ts';
 import { LATEST_SCHEMA_VERSION } from './db/migrate.ts';
 import { createLogger, type Logger } from './log.ts';
@@ -44,6 +44,8 @@ export interface Runtime {
   /** Period of the checkout streams' heartbeat (15 s). */
   streamHeartbeatMs: number;
   health(): HealthReport;
+  /** Starts the db thread (WAL checkpoints, off-loop commits of webhook outcomes); start() does it too. */
+  startDbThread(): void;
   /** Starts background work (rate refresh, chain watcher, webhooks, expiry, pool refills, housekeeping); throws LeaseHeldError if another server runs on the data dir. */
   start(): void;
   stop(): Promise<void>;
@@ -101,6 +103,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
   const loops: Array<{ stop(): Promise<void> }> = [];
   let stopped = false;
   let lease: ReturnType<typeof acquireServerLease> | null = null;
+  let dbThread: DbThread | null = null;
 
   async function refillAllPools(): Promise<void> {
     for (const x of ctx.repos.xpubs.listActive()) {
@@ -138,12 +141,17 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
         chain: chainHealth,
       };
     },
+    startDbThread() {
+      if (dbThread) return;
+      dbThread = startDbThread(db, { busyTimeoutMs: config.busyTimeoutMs, onError: (err) => logger.error({ err }, 'database thread failed') });
+      ctx.writes.useThread(dbThread);
+    },
     start() {
       // Throws when another server runs on this data dir: nothing has started yet then.
       lease = acquireServerLease(ctx);
       const held = lease;
       loops.push(startLoop('server-lease', LEASE_RENEW_MS, logger, () => held.renew()));
-      loops.push(startCheckpointer(db, { busyTimeoutMs: config.busyTimeoutMs, onError: (err) => logger.error({ err }, 'WAL checkpoint failed') }));
+      this.startDbThread();
       ctx.rates!.start();
       webhooks.start();
       chain?.start();
@@ -160,6 +168,9 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
       await webhooks.stop();
       await chain?.stop();
       await Promise.all(loops.map((l) => l.stop()));
+      // Last: the loops above may still have had outcomes to commit.
+      ctx.writes.useThread(null);
+      await dbThread?.stop();
       lease?.release();
       db.close();
       logger.flush();

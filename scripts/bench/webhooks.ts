@@ -3,7 +3,7 @@
 // million waiting for retry, and event committed -> receiver called.
 // Run: node scripts/bench/webhooks.ts
 import { systemClock } from '../../src/clock.ts';
-import { startCheckpointer, type Checkpointer } from '../../src/db/checkpointer.ts';
+import { startDbThread, type DbThread } from '../../src/db/db-thread.ts';
 import { openDatabase } from '../../src/db/connection.ts';
 import { mintApiKey, authenticateApiKey, type Caller } from '../../src/services/api-keys.ts';
 import { refillAddressPool } from '../../src/services/address-pool.ts';
@@ -186,13 +186,14 @@ export async function runWebhooksBench(): Promise<BenchRow[]> {
   const retries = makeTempDir('till-bench-retries-');
   let receiver: Receiver | null = null;
   let rt: Runtime | null = null;
-  let checkpointer: Checkpointer | null = null;
+  let dbThread: DbThread | null = null;
   try {
     receiver = await startReceiver();
     rt = createRuntime(benchConfig(dir.path, { TILL_ALLOW_PRIVATE_CALLBACKS: 'true' }), { logger: devNullLogger() });
     const ctx = rt.ctx;
-    // As `till serve` runs it: WAL checkpoints in their own thread.
-    checkpointer = startCheckpointer(ctx.db, { busyTimeoutMs: 5000, onError: (err) => log(err.message) });
+    // As `till serve` runs it: WAL checkpoints and the outcomes' commits in the db thread.
+    dbThread = startDbThread(ctx.db, { busyTimeoutMs: 5000, onError: (err) => log(err.message) });
+    ctx.writes.useThread(dbThread);
     const one = makeStore(ctx, receiver.url, 0);
     const many = Array.from({ length: MANY_ENDPOINTS }, (_, i) => makeStore(ctx, receiver!.url, i + 1));
     receiver.command({ type: 'secrets', byPath: Object.fromEntries([one, ...many].map((s) => [s.path, s.secret])) });
@@ -220,7 +221,7 @@ export async function runWebhooksBench(): Promise<BenchRow[]> {
     log(`inserting ${WAITING.toLocaleString('en-US')} deliveries waiting for retry`);
     const pick = measurePickAmongWaiting(retries.path, receiver.url);
 
-    const worker = `the real DeliveryWorker (at most 16 attempts in flight per endpoint, 256 in all), each attempt signed afresh, sent over kept-alive connections and recorded in SQLite (synchronous=FULL, outcomes group-committed within 5 ms, checkpoints in their own thread as in till serve); the outbox dispatch is included; receiver in a child process checked every signature (${signatures.valid} valid, ${signatures.invalid} invalid)`;
+    const worker = `the real DeliveryWorker (at most 16 attempts in flight per endpoint, 256 in all), each attempt signed afresh, sent over kept-alive connections and recorded in SQLite (synchronous=FULL, outcomes group-committed within 5 ms by the db thread, which also checkpoints, as in till serve); the outbox dispatch is included; receiver in a child process checked every signature (${signatures.valid} valid, ${signatures.invalid} invalid)`;
     const drainNote = (r: { drained: boolean; delivered: number }) => (r.drained ? '' : ` Not drained within ${THROUGHPUT_DEADLINE_MS / 1000} s: ${r.delivered} delivered.`);
     const commits =
       'each attempt is a real signed HTTP exchange with a receiver in another process over loopback (Node\'s http client is about a quarter of the worker\'s CPU), and its outcome a durable group-committed write; the worker, the HTTP client and the commits share one event loop, and the receiver shares the machine\'s two cores (docs/PERFORMANCE.md).';
@@ -264,7 +265,8 @@ export async function runWebhooksBench(): Promise<BenchRow[]> {
     };
     return rows.map((row) => (why[row.name] ? explainMiss(row, why[row.name]!) : row));
   } finally {
-    await checkpointer?.stop();
+    rt?.ctx.writes.useThread(null);
+    await dbThread?.stop();
     await rt?.stop();
     await receiver?.child.stop();
     dir.remove();

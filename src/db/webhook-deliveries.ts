@@ -1,4 +1,5 @@
 import type { Db } from './connection.ts';
+import type { Statement } from './write-queue.ts';
 
 export type DeliveryStatus = 'attempting' | 'success' | 'failed' | 'dead_letter';
 
@@ -48,6 +49,18 @@ export interface DeliveryFilter {
   limit: number;
 }
 
+// An attempt's outcome is written as plain statements (see statementsToFinishAttempt).
+// Both act only while the delivery is still attempting: the attempt row is
+// numbered from the delivery's own count, so a second outcome for the same
+// attempt (a replay raced it) changes nothing.
+const RECORD_ATTEMPT_SQL = `INSERT INTO webhook_attempts (delivery_id, n, started_at, duration_ms, status_code, error, response_body)
+  SELECT id, total_attempts + 1, @startedAt, @durationMs, @statusCode, @error, @responseBody
+  FROM webhook_deliveries WHERE id = @id AND status = 'attempting'`;
+const FINISH_ATTEMPT_SQL = `UPDATE webhook_deliveries SET status = @status, attempts = attempts + 1, total_attempts = total_attempts + 1,
+    next_attempt_at = @nextAttemptAt, last_attempt_at = @lastAttemptAt, last_status_code = @lastStatusCode,
+    last_error = @lastError, response_body = @responseBody, completed_at = @completedAt
+  WHERE id = @id AND status = 'attempting'`;
+
 export type WebhookDeliveriesRepo = ReturnType<typeof createWebhookDeliveriesRepo>;
 
 export function createWebhookDeliveriesRepo(db: Db) {
@@ -70,16 +83,6 @@ export function createWebhookDeliveriesRepo(db: Db) {
   const attemptingById = db.prepare<[string], DueDelivery>(
     `SELECT ${COLUMNS}, e.type AS eventType, e.body FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
      WHERE d.id = ? AND d.status = 'attempting'`,
-  );
-  const recordAttempt = db.prepare(
-    `INSERT INTO webhook_attempts (delivery_id, n, started_at, duration_ms, status_code, error, response_body)
-     VALUES (@deliveryId, @n, @startedAt, @durationMs, @statusCode, @error, @responseBody)`,
-  );
-  const finishAttempt = db.prepare(
-    `UPDATE webhook_deliveries SET status = @status, attempts = attempts + 1, total_attempts = total_attempts + 1,
-       next_attempt_at = @nextAttemptAt, last_attempt_at = @lastAttemptAt, last_status_code = @lastStatusCode,
-       last_error = @lastError, response_body = @responseBody, completed_at = @completedAt
-     WHERE id = @id AND status = 'attempting'`,
   );
   const replay = db.prepare<[number, string]>(
     `UPDATE webhook_deliveries SET status = 'attempting', attempts = 0, next_attempt_at = ?, completed_at = NULL
@@ -111,22 +114,23 @@ export function createWebhookDeliveriesRepo(db: Db) {
     getAttempting(id: string): DueDelivery | null {
       return attemptingById.get(id) ?? null;
     },
-    /** Records one attempt and the delivery's new state; false if it was no longer attempting. */
-    finishAttempt(
-      d: Pick<DeliveryRecord, 'id' | 'totalAttempts'>,
+    /**
+     * The write that records one attempt and the delivery's new state, as
+     * statements (run with WriteQueue.runStatements: the db thread can commit
+     * it). Both change nothing if the delivery was no longer attempting.
+     */
+    statementsToFinishAttempt(
+      id: string,
       a: Omit<AttemptRecord, 'deliveryId' | 'n'>,
       next: { status: DeliveryStatus; nextAttemptAt: number | null; completedAt: number | null },
-    ): boolean {
-      const changed = finishAttempt.run({
-        id: d.id,
-        ...next,
-        lastAttemptAt: a.startedAt,
-        lastStatusCode: a.statusCode,
-        lastError: a.error,
-        responseBody: a.responseBody,
-      }).changes === 1;
-      if (changed) recordAttempt.run({ deliveryId: d.id, n: d.totalAttempts + 1, ...a });
-      return changed;
+    ): Statement[] {
+      return [
+        { sql: RECORD_ATTEMPT_SQL, params: { id, ...a } },
+        {
+          sql: FINISH_ATTEMPT_SQL,
+          params: { id, ...next, lastAttemptAt: a.startedAt, lastStatusCode: a.statusCode, lastError: a.error, responseBody: a.responseBody },
+        },
+      ];
     },
     replay(id: string, now: number): boolean {
       return replay.run(now, id).changes === 1;

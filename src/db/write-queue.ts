@@ -1,57 +1,126 @@
 import type { Db } from './connection.ts';
+import type { DbThread } from './db-thread.ts';
 
 // Group commit. With synchronous=FULL every commit waits for an fsync, which
 // would cap creation at a few hundred per second. Writes queued in the same
 // turn of the event loop run in one IMMEDIATE transaction and one fsync covers
-// them all. A batch first runs plainly; only if one of its writes throws is it
-// rolled back and run again with a savepoint per write, so the failing one
-// rolls back alone (savepoints make SQLite journal every page they touch,
-// which is most of a write's cost when nothing fails). Every caller's promise
-// settles only after the commit: a resolved write is on disk.
+// them all. Every caller's promise settles only after the commit: a resolved
+// write is on disk.
+//
+// A write given as plain statements (no reads, no logic: a webhook attempt's
+// outcome) can be committed by the db thread, off the event loop. Commits
+// never overlap: while the thread commits a batch, later writes wait for its
+// answer, so this process never waits on its own write lock and writes commit
+// in the order they were queued.
 
-interface Job {
-  fn: () => unknown;
-  resolve: (value: unknown) => void;
-  reject: (err: unknown) => void;
+/** One SQL statement with its named parameters; `changes` is what running it reports. */
+export interface Statement {
+  sql: string;
+  params: Record<string, unknown>;
 }
 
-type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+export type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
-export interface WriteQueue {
-  /**
-   * Runs fn in the next group commit. `maxWaitMs` lets a write that nobody
-   * waits on (a webhook attempt's outcome) hold its commit back that long for
-   * company: fewer fsyncs, and any immediate write takes it along earlier.
-   */
-  run<T>(fn: () => T, maxWaitMs?: number): Promise<T>;
-}
-
-class JobFailed extends Error {}
-
-export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
-  let queue: Job[] = [];
-  let scheduled = false;
-  let timer: NodeJS.Timeout | null = null;
-
-  const plain = db.transaction((jobs: Job[]): Outcome[] =>
+/**
+ * Runs every job in one IMMEDIATE transaction. The batch first runs plainly;
+ * only if one job throws is it rolled back and run again with a savepoint per
+ * job, so the failing one rolls back alone (savepoints make SQLite journal
+ * every page they touch, which is most of a write's cost when nothing fails).
+ * Throws only when the transaction itself fails (lock timeout, disk): then
+ * nothing is written. Self-contained, with no imports: the db thread runs
+ * this same function from its source text.
+ */
+export function commitJobs<J>(db: Db, jobs: J[], runJob: (job: J) => unknown): Outcome[] {
+  class JobFailed extends Error {}
+  const plain = db.transaction((): Outcome[] =>
     jobs.map((job) => {
       try {
-        return { ok: true, value: job.fn() };
+        return { ok: true, value: runJob(job) };
       } catch (error) {
         throw new JobFailed('a write failed', { cause: error });
       }
     }),
   );
-
-  const isolated = db.transaction((jobs: Job[]): Outcome[] =>
+  const isolated = db.transaction((): Outcome[] =>
     jobs.map((job) => {
       try {
-        return { ok: true, value: db.transaction(job.fn)() };
+        return { ok: true, value: db.transaction(() => runJob(job))() };
       } catch (error) {
         return { ok: false, error };
       }
     }),
   );
+  try {
+    return plain.immediate();
+  } catch (err) {
+    if (!(err instanceof JobFailed)) throw err;
+    return jobs.length === 1 ? [{ ok: false, error: err.cause }] : isolated.immediate();
+  }
+}
+
+/**
+ * Runs the statements in order on `db`, preparing each SQL text once into
+ * `prepared`; returns each one's `changes`. Self-contained like commitJobs.
+ */
+export function runStatementsOn(db: Db, prepared: Map<string, ReturnType<Db['prepare']>>, statements: Statement[]): number[] {
+  return statements.map(({ sql, params }) => {
+    let stmt = prepared.get(sql);
+    if (!stmt) prepared.set(sql, (stmt = db.prepare(sql)));
+    return stmt.run(params).changes;
+  });
+}
+
+interface Job {
+  fn: (() => unknown) | null;
+  statements: Statement[] | null;
+  resolve: (value: unknown) => void;
+  reject: (err: unknown) => void;
+}
+
+export interface WriteQueue {
+  /**
+   * Runs fn in the next group commit. `maxWaitMs` lets a write that nobody
+   * waits on hold its commit back that long for company: fewer fsyncs, and
+   * any immediate write takes it along earlier.
+   */
+  run<T>(fn: () => T, maxWaitMs?: number): Promise<T>;
+  /** Runs the statements, in order, in the next group commit; resolves with each one's `changes`. */
+  runStatements(statements: Statement[], maxWaitMs?: number): Promise<number[]>;
+  /** Lets batches of statements alone commit on `thread` (null: on this connection again). */
+  useThread(thread: DbThread | null): void;
+}
+
+export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
+  let queue: Job[] = [];
+  let scheduled = false;
+  let timer: NodeJS.Timeout | null = null;
+  let thread: DbThread | null = null;
+  /** A batch is being committed by the thread: nothing else commits until it answers. */
+  let offThread = false;
+  /** A flush came while offThread: the answer flushes again. */
+  let flushWaiting = false;
+  const prepared = new Map<string, ReturnType<Db['prepare']>>();
+
+  function settle(jobs: Job[], outcomes: Outcome[]): void {
+    jobs.forEach((job, i) => {
+      const r = outcomes[i]!;
+      if (r.ok) job.resolve(r.value);
+      else job.reject(r.error);
+    });
+  }
+
+  function commitOffThread(jobs: Job[], on: DbThread): void {
+    offThread = true;
+    on.commit(jobs.map((j) => j.statements!))
+      .then((outcomes) => settle(jobs, outcomes), (error) => jobs.forEach((job) => job.reject(error)))
+      .finally(() => {
+        offThread = false;
+        if (flushWaiting) {
+          flushWaiting = false;
+          schedule();
+        }
+      });
+  }
 
   function flush(): void {
     scheduled = false;
@@ -59,27 +128,23 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
       clearTimeout(timer);
       timer = null;
     }
+    if (offThread) {
+      flushWaiting = true;
+      return;
+    }
     const jobs = queue.splice(0, maxBatch);
     if (queue.length > 0) schedule();
     if (jobs.length === 0) return;
+    if (thread?.running && jobs.every((j) => j.statements)) return commitOffThread(jobs, thread);
     let outcomes: Outcome[];
     try {
-      try {
-        outcomes = plain.immediate(jobs);
-      } catch (err) {
-        if (!(err instanceof JobFailed)) throw err;
-        outcomes = jobs.length === 1 ? [{ ok: false, error: err.cause }] : isolated.immediate(jobs);
-      }
+      outcomes = commitJobs(db, jobs, (job) => (job.fn ? job.fn() : runStatementsOn(db, prepared, job.statements!)));
     } catch (error) {
       // The commit itself failed (disk, lock timeout): nothing of the batch is written.
       jobs.forEach((job) => job.reject(error));
       return;
     }
-    jobs.forEach((job, i) => {
-      const r = outcomes[i]!;
-      if (r.ok) job.resolve(r.value);
-      else job.reject(r.error);
-    });
+    settle(jobs, outcomes);
   }
 
   function schedule(): void {
@@ -88,14 +153,22 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
     setImmediate(flush);
   }
 
+  function enqueue(job: Job, maxWaitMs: number): void {
+    queue.push(job);
+    if (maxWaitMs <= 0) schedule();
+    // The first waiting write sets the deadline; later ones ride along.
+    else if (!scheduled && !timer) timer = setTimeout(flush, maxWaitMs);
+  }
+
   return {
     run<T>(fn: () => T, maxWaitMs = 0): Promise<T> {
-      return new Promise<T>((resolve, reject) => {
-        queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
-        if (maxWaitMs <= 0) schedule();
-        // The first waiting write sets the deadline; later ones ride along.
-        else if (!scheduled && !timer) timer = setTimeout(flush, maxWaitMs);
-      });
+      return new Promise<T>((resolve, reject) => enqueue({ fn, statements: null, resolve: resolve as (v: unknown) => void, reject }, maxWaitMs));
+    },
+    runStatements(statements: Statement[], maxWaitMs = 0): Promise<number[]> {
+      return new Promise<number[]>((resolve, reject) => enqueue({ fn: null, statements, resolve: resolve as (v: unknown) => void, reject }, maxWaitMs));
+    },
+    useThread(t: DbThread | null): void {
+      thread = t;
     },
   };
 }

@@ -19,7 +19,7 @@ function bump(counts: Map<string, number>, key: string, by: number): void {
 }
 
 export interface DeliveryWorkerOptions {
-  /** Attempts under way at once, all receivers together. */
+  /** Attempts waiting for an answer at once, all receivers together. */
   maxInFlight?: number;
   /** Attempts under way at once to one receiver: a slow one cannot take every slot. */
   maxPerTarget?: number;
@@ -40,8 +40,14 @@ export class DeliveryWorker {
   readonly #maxInFlight: number;
   readonly #maxPerTarget: number;
   readonly #timeoutMs: number;
+  /** Attempts from their start until their outcome is committed. */
   readonly #inFlight = new Map<string, Promise<void>>();
-  /** Attempts of each target waiting for an answer. */
+  /**
+   * Attempts waiting for an answer, in all and by target: what the bounds
+   * limit. An answered attempt whose outcome waits for its commit no longer
+   * counts, so a slow commit never holds back sending.
+   */
+  #sending = 0;
   readonly #perTarget = new Map<string, number>();
   /** Ids of each target's deliveries in #inFlight: answered ones stay until their outcome commits. */
   readonly #held = new Map<string, Set<string>>();
@@ -99,7 +105,7 @@ export class DeliveryWorker {
     this.#starved = false;
     for (const target of this.#ctx.repos.webhookDeliveries.dueTargets(now, 10_000)) {
       this.#startDue(target, now, started);
-      if (this.#inFlight.size >= this.#maxInFlight) {
+      if (this.#sending >= this.#maxInFlight) {
         this.#starved = true;
         break;
       }
@@ -110,7 +116,7 @@ export class DeliveryWorker {
   /** Starts the target's due attempts that fit the bounds, adding them to `started`. */
   #startDue(target: string, now: number, started: Promise<void>[]): void {
     const busy = this.#perTarget.get(target) ?? 0;
-    const room = Math.min(this.#maxPerTarget - busy, this.#maxInFlight - this.#inFlight.size);
+    const room = Math.min(this.#maxPerTarget - busy, this.#maxInFlight - this.#sending);
     if (room <= 0) return;
     // Deliveries of this target still in #inFlight are left out in SQL: their
     // outcomes may not be committed yet, and reading their bodies again cost
@@ -129,7 +135,7 @@ export class DeliveryWorker {
    */
   #afterAttempt(target: string): void {
     if (this.#stopping) return;
-    if (this.#starved && this.#inFlight.size <= this.#maxInFlight / 2) this.wake();
+    if (this.#starved && this.#sending <= this.#maxInFlight / 2) this.wake();
     else if ((this.#perTarget.get(target) ?? 0) <= this.#maxPerTarget / 2) this.#startDue(target, this.#ctx.clock.now(), []);
   }
 
@@ -153,6 +159,7 @@ export class DeliveryWorker {
    * delivery stays in #inFlight (never picked again) until its outcome commits.
    */
   #start(d: DueDelivery, sealed: SealedSecrets | null): Promise<void> {
+    this.#sending++;
     bump(this.#perTarget, d.target, 1);
     let held = this.#held.get(d.target);
     if (!held) this.#held.set(d.target, (held = new Set()));
@@ -161,6 +168,7 @@ export class DeliveryWorker {
     const answered = () => {
       if (!sending) return;
       sending = false;
+      this.#sending--;
       bump(this.#perTarget, d.target, -1);
       this.#afterAttempt(d.target);
     };
@@ -242,15 +250,15 @@ export class DeliveryWorker {
         })();
     // Outcomes wait a few ms for each other: one fsync for many. A crash in
     // that window resends the attempt, which at-least-once delivery allows.
-    await ctx.writes.run(() =>
-      ctx.repos.webhookDeliveries.finishAttempt(d, {
-        startedAt,
-        durationMs: result.durationMs,
-        statusCode: result.status ?? null,
-        error: result.error ?? null,
-        responseBody: result.responseBody,
-      }, next),
-    OUTCOME_COMMIT_WAIT_MS);
+    // Plain statements: the db thread commits them, off this event loop.
+    const write = ctx.repos.webhookDeliveries.statementsToFinishAttempt(d.id, {
+      startedAt,
+      durationMs: result.durationMs,
+      statusCode: result.status ?? null,
+      error: result.error ?? null,
+      responseBody: result.responseBody,
+    }, next);
+    await ctx.writes.runStatements(write, OUTCOME_COMMIT_WAIT_MS);
     this.#attemptLog({ delivery_id: d.id, event_id: d.eventId, status_code: result.status, outcome: next.status, attempt: d.attempts + 1 });
   }
 }

@@ -31,6 +31,8 @@ export interface TestTillOptions extends RuntimeOptions {
   env?: Record<string, string>;
   /** Start background loops (expiry, rates, pools). Off by default: tests drive them. */
   startWorkers?: boolean;
+  /** Start the db thread alone (startWorkers starts it too), as `till serve` runs. */
+  dbThread?: boolean;
 }
 
 export async function startTestTill(t: TestContext, opts: TestTillOptions = {}): Promise<TestTill> {
@@ -44,6 +46,7 @@ export async function startTestTill(t: TestContext, opts: TestTillOptions = {}):
   const server = await listen(app, '127.0.0.1', 0);
   rt.ctx.baseUrl = server.url;
   if (opts.startWorkers) rt.start();
+  else if (opts.dbThread) rt.startDbThread();
   t.after(async () => {
     await server.close();
     await rt.stop();

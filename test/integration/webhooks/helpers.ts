@@ -10,9 +10,13 @@ export interface WebhookFixture {
   secret: string;
 }
 
-/** A till (private targets allowed: the receiver is on loopback), a test store and one endpoint at a scripted receiver. */
+/**
+ * A till (private targets allowed: the receiver is on loopback), a test store
+ * and one endpoint at a scripted receiver. The db thread commits the
+ * attempts' outcomes, as in `till serve`.
+ */
 export async function startWebhookFixture(t: TestContext, opts: TestTillOptions & { events?: string[] } = {}): Promise<WebhookFixture> {
-  const till = await startTestTill(t, { ...opts, env: { TILL_ALLOW_PRIVATE_CALLBACKS: 'true', ...opts.env } });
+  const till = await startTestTill(t, { dbThread: true, ...opts, env: { TILL_ALLOW_PRIVATE_CALLBACKS: 'true', ...opts.env } });
   const receiver = await startWebhookReceiver({ clock: till.clock });
   t.after(() => receiver.close());
   const store = setupStore(till);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
+import { startDbThread } from '../../../src/db/db-thread.ts';
 import { createWriteQueue } from '../../../src/db/write-queue.ts';
 import { join } from 'node:path';
 import { tempDir } from '../../helpers/temp.ts';
@@ -85,4 +86,39 @@ test('alone, a write allowed to wait commits when its wait is over', async (t) =
   await queue.run(() => insert.run(7), 30);
   assert.ok(performance.now() - started >= 25, 'it waited for company');
   assert.deepEqual(rows(), [7]);
+});
+
+test('statements commit like any write, each resolving with its changes', async (t) => {
+  const { queue, rows } = setup(t);
+  const changes = await queue.runStatements([
+    { sql: 'INSERT INTO t (v) VALUES (@v)', params: { v: 1 } },
+    { sql: 'INSERT OR IGNORE INTO t (v) VALUES (@v)', params: { v: 1 } },
+  ]);
+  assert.deepEqual(changes, [1, 0]);
+  assert.deepEqual(rows(), [1]);
+});
+
+test('with the db thread, batches of statements alone commit there, and later writes wait for them', async (t) => {
+  const { db, queue, rows } = setup(t);
+  const thread = startDbThread(db, { busyTimeoutMs: 1000, onError: (e) => assert.fail(e) });
+  t.after(() => thread.stop());
+  queue.useThread(thread);
+  const externalCommits = () => db.pragma('data_version', { simple: true });
+  const before = externalCommits();
+  const offLoop = queue.runStatements([{ sql: 'INSERT INTO t (v) VALUES (@v)', params: { v: 1 } }]);
+  await new Promise((r) => setImmediate(r));
+  // Queued while the thread commits (its answer cannot come within this turn):
+  // it must not take the lock first, and it sees the row.
+  const seen = queue.run(() => (db.prepare('INSERT INTO t (v) VALUES (2)').run(), rows()));
+  assert.deepEqual(await offLoop, [1]);
+  assert.deepEqual(await seen, [1, 2]);
+  assert.notEqual(externalCommits(), before, 'the statements were committed by the thread\'s connection');
+  const afterThread = externalCommits();
+  // Mixed with a function write, statements run here, in the same commit.
+  await Promise.all([queue.runStatements([{ sql: 'INSERT INTO t (v) VALUES (@v)', params: { v: 3 } }]), queue.run(() => db.prepare('INSERT INTO t (v) VALUES (4)').run())]);
+  assert.equal(externalCommits(), afterThread);
+  queue.useThread(null);
+  await queue.runStatements([{ sql: 'INSERT INTO t (v) VALUES (@v)', params: { v: 5 } }]);
+  assert.equal(externalCommits(), afterThread, 'without the thread, statements commit on this connection');
+  assert.deepEqual(rows(), [1, 2, 3, 4, 5]);
 });

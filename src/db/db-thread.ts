@@ -1,0 +1,151 @@
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+import type { Db } from './connection.ts';
+import { commitJobs, runStatementsOn, type Outcome, type Statement } from './write-queue.ts';
+
+// A worker thread with its own connection to the database, for two jobs the
+// event loop should not do:
+// - WAL checkpoints. By default the connection that commits also checkpoints:
+//   every ~1,000 pages it copies the WAL back into the database file and
+//   fsyncs it, inside a request. On a database of a million invoices that is a
+//   third of every creation's cost. Here the thread runs PASSIVE checkpoints
+//   (they never block the writer or readers), and the server's connection
+//   checkpoints itself only if the WAL grows past a safety bound (the thread
+//   stopped or fell far behind).
+// - Commits of writes that are plain statements (webhook attempt outcomes):
+//   the write queue hands such batches here, so their SQLite work and fsync
+//   leave the event loop. The thread waits out another process's lock itself.
+// Its commits are another connection's to the server's: `PRAGMA data_version`
+// moves with each, as with the CLI's.
+
+/** The server's connection still checkpoints past this many WAL pages (64 MiB). */
+export const WRITER_CHECKPOINT_PAGES = 16_384;
+const DEFAULT_INTERVAL_MS = 100;
+
+// The thread's whole program. Plain CommonJS given as source, not a .ts
+// module: a worker that loads TypeScript also loads the type stripper, which
+// doubled its memory (~23 MiB against ~12). The group commit is the write
+// queue's own function, taken from its source text (already plain JS once
+// Node has stripped the types).
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const Database = require(workerData.driver);
+const db = new Database(workerData.path, { timeout: workerData.busyTimeoutMs });
+db.pragma('synchronous = ' + workerData.synchronous);
+db.pragma('foreign_keys = ON');
+${commitJobs}
+${runStatementsOn}
+const prepared = new Map();
+const runJob = (statements) => runStatementsOn(db, prepared, statements);
+const plainError = (err) => ({ message: String(err && err.message || err), code: err && err.code });
+const checkpoint = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
+const timer = setInterval(() => {
+  try {
+    checkpoint.run();
+  } catch (err) {
+    parentPort.postMessage({ type: 'checkpoint-error', message: err.message });
+  }
+}, workerData.intervalMs);
+parentPort.on('message', (msg) => {
+  if (msg.type === 'stop') {
+    clearInterval(timer);
+    db.close();
+    parentPort.close();
+    return;
+  }
+  let reply;
+  try {
+    const outcomes = commitJobs(db, msg.jobs, runJob).map((o) => (o.ok ? o : { ok: false, error: plainError(o.error) }));
+    reply = { type: 'committed', id: msg.id, outcomes };
+  } catch (err) {
+    reply = { type: 'committed', id: msg.id, error: plainError(err) };
+  }
+  parentPort.postMessage(reply);
+});
+`;
+
+type Reply =
+  | { type: 'checkpoint-error'; message: string }
+  | { type: 'committed'; id: number; outcomes?: Outcome[]; error?: { message: string; code?: string } };
+
+export interface DbThread {
+  /** False once the thread has stopped or died: its batches go nowhere. */
+  readonly running: boolean;
+  /** Commits each job's statements, the jobs together (see commitJobs); outcomes hold each job's `changes`. */
+  commit(jobs: Statement[][]): Promise<Outcome[]>;
+  stop(): Promise<void>;
+}
+
+/** An error from the thread, with the SQLite code the 503 translation reads. */
+function errorFrom(e: { message: string; code?: string }): Error {
+  return Object.assign(new Error(e.message), e.code ? { code: e.code } : {});
+}
+
+/** Starts the thread for `db` (the server's connection; file-backed, WAL), with the same durability. */
+export function startDbThread(db: Db, opts: { intervalMs?: number; busyTimeoutMs: number; onError: (err: Error) => void }): DbThread {
+  db.pragma(`wal_autocheckpoint = ${WRITER_CHECKPOINT_PAGES}`);
+  const workerData = {
+    driver: createRequire(import.meta.url).resolve('better-sqlite3'),
+    path: db.name,
+    intervalMs: opts.intervalMs ?? DEFAULT_INTERVAL_MS,
+    busyTimeoutMs: opts.busyTimeoutMs,
+    synchronous: db.pragma('synchronous', { simple: true }) as number,
+  };
+  const worker = new Worker(WORKER_SOURCE, {
+    eval: true,
+    workerData,
+    // A few statements: a small heap keeps the thread to a few MiB.
+    resourceLimits: { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 16 },
+  });
+  const pending = new Map<number, { resolve: (o: Outcome[]) => void; reject: (err: Error) => void }>();
+  let nextId = 1;
+  let running = true;
+  const fail = (err: Error) => {
+    running = false;
+    for (const p of pending.values()) p.reject(err);
+    pending.clear();
+  };
+  worker.on('message', (msg: Reply) => {
+    if (msg.type === 'checkpoint-error') return opts.onError(new Error(`WAL checkpoint failed: ${msg.message}`));
+    const p = pending.get(msg.id);
+    if (!p) return;
+    pending.delete(msg.id);
+    if (pending.size === 0) worker.unref();
+    if (msg.error) p.reject(errorFrom(msg.error));
+    else p.resolve(msg.outcomes!.map((o) => (o.ok ? o : { ok: false, error: errorFrom(o.error as { message: string; code?: string }) })));
+  });
+  worker.on('error', (err) => {
+    fail(err);
+    opts.onError(err);
+  });
+  worker.on('exit', () => fail(new Error('the database thread has stopped')));
+  // The process may exit while it checkpoints (the writer's own bound still
+  // holds), but not while a commit is under way.
+  worker.unref();
+  let stopped: Promise<void> | null = null;
+  return {
+    get running() {
+      return running;
+    },
+    commit(jobs) {
+      if (!running) return Promise.reject(new Error('the database thread has stopped'));
+      return new Promise<Outcome[]>((resolve, reject) => {
+        const id = nextId++;
+        pending.set(id, { resolve, reject });
+        worker.ref();
+        worker.postMessage({ type: 'commit', id, jobs });
+      });
+    },
+    stop() {
+      stopped ??= new Promise<void>((resolve) => {
+        if (!running) return resolve();
+        // Batches sent before this are answered first; none is sent after.
+        running = false;
+        worker.ref();
+        worker.once('exit', () => resolve());
+        worker.postMessage({ type: 'stop' });
+      });
+      return stopped;
+    },
+  };
+}
