@@ -91,21 +91,24 @@ function countSucceeded(ctx: Context): number {
   return (ctx.db.prepare("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status = 'success'").get() as { n: number }).n;
 }
 
+/** Nothing left to send: O(1) through the partial index (counting successes every 25 ms was ~3 % of the worker's loop). */
+function backlogDrained(ctx: Context): boolean {
+  return !ctx.repos.events.hasUndispatched() && ctx.db.prepare("SELECT 1 FROM webhook_deliveries WHERE status = 'attempting' LIMIT 1").get() === undefined;
+}
+
 /** Starts the worker on the outbox backlog; deliveries per second until it is drained (or the deadline). */
 async function measureDeliveries(rt: Runtime, expected: number): Promise<{ rate: number; delivered: number; drained: boolean }> {
   const ctx = rt.ctx;
   const before = countSucceeded(ctx);
   const started = performance.now();
   rt.webhooks.start();
-  let delivered = 0;
   while (performance.now() - started < THROUGHPUT_DEADLINE_MS) {
     await new Promise((r) => setTimeout(r, 25));
-    delivered = countSucceeded(ctx) - before;
-    if (delivered >= expected) break;
+    if (backlogDrained(ctx)) break;
   }
   const elapsed = performance.now() - started;
   await rt.webhooks.stop();
-  delivered = countSucceeded(ctx) - before;
+  const delivered = countSucceeded(ctx) - before;
   // What the deadline left undelivered must not queue ahead of the next measurement.
   ctx.db.prepare("UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL WHERE status = 'attempting'").run();
   ctx.db.prepare('UPDATE events SET dispatched = 1 WHERE dispatched = 0').run();

@@ -55,7 +55,9 @@ parentPort.on('message', (msg) => {
   }
   let reply;
   try {
-    const outcomes = commitJobs(db, msg.jobs, runJob).map((o) => (o.ok ? o : { ok: false, error: plainError(o.error) }));
+    const batch = JSON.parse(msg.batch);
+    const jobs = batch.jobs.map((job) => job.map(([i, params]) => ({ sql: batch.sql[i], params })));
+    const outcomes = commitJobs(db, jobs, runJob).map((o) => (o.ok ? o : { ok: false, error: plainError(o.error) }));
     reply = { type: 'committed', id: msg.id, outcomes };
   } catch (err) {
     reply = { type: 'committed', id: msg.id, error: plainError(err) };
@@ -129,11 +131,22 @@ export function startDbThread(db: Db, opts: { intervalMs?: number; busyTimeoutMs
     },
     commit(jobs) {
       if (!running) return Promise.reject(new Error('the database thread has stopped'));
+      // As one JSON string (a structured clone of the parameter objects cost
+      // ~10 µs a job on this event loop), each SQL text in it once.
+      const sql: string[] = [];
+      const index = new Map<string, number>();
+      const packed = jobs.map((job) =>
+        job.map(({ sql: text, params }) => {
+          let i = index.get(text);
+          if (i === undefined) index.set(text, (i = sql.push(text) - 1));
+          return [i, params] as const;
+        }),
+      );
       return new Promise<Outcome[]>((resolve, reject) => {
         const id = nextId++;
         pending.set(id, { resolve, reject });
         worker.ref();
-        worker.postMessage({ type: 'commit', id, jobs });
+        worker.postMessage({ type: 'commit', id, batch: JSON.stringify({ sql, jobs: packed }) });
       });
     },
     stop() {

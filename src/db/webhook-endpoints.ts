@@ -45,6 +45,9 @@ const toRecord = (r: Row): EndpointRecord => ({
   deletedAt: r.deleted_at,
 });
 
+/** How long a delivery may sign with secrets read earlier (see sendingSecrets). */
+export const SENDING_SECRETS_TTL_MS = 1000;
+
 export type WebhookEndpointsRepo = ReturnType<typeof createWebhookEndpointsRepo>;
 
 export function createWebhookEndpointsRepo(db: Db) {
@@ -61,6 +64,10 @@ export function createWebhookEndpointsRepo(db: Db) {
        secret = @secret, secret_previous = @previous, secret_previous_expires_at = @previousExpiresAt, deleted_at = @deletedAt
      WHERE id = @id`,
   );
+  const endpointSecrets = db.prepare<[string], { s: string; p: string | null; e: number | null }>(
+    'SELECT secret AS s, secret_previous AS p, secret_previous_expires_at AS e FROM webhook_endpoints WHERE id = ? AND enabled = 1 AND deleted_at IS NULL',
+  );
+  const sending = new Map<string, { sealed: SealedSecrets | null; readAt: number }>();
   const storeSecrets = db.prepare<[string], { s: string | null; p: string | null; e: number | null }>(
     'SELECT callback_secret AS s, callback_secret_previous AS p, callback_secret_previous_expires_at AS e FROM stores WHERE id = ?',
   );
@@ -76,10 +83,29 @@ export function createWebhookEndpointsRepo(db: Db) {
       return byStore.all(storeId).map(toRecord).sort((a, b) => (a.id < b.id ? -1 : 1));
     },
     insert(e: EndpointRecord): void {
+      sending.clear();
       insert.run({ ...e, enabledEvents: JSON.stringify(e.enabledEvents), enabled: e.enabled ? 1 : 0, secret: e.secrets.secret });
     },
     update(e: EndpointRecord): void {
+      sending.clear();
       update.run({ ...e, ...e.secrets, enabledEvents: JSON.stringify(e.enabledEvents), enabled: e.enabled ? 1 : 0 });
+    },
+    /**
+     * What signing a delivery needs: its endpoint's secrets (null once the
+     * endpoint is disabled or deleted), or for a callback_url its store's.
+     * Asked at every attempt: kept for SENDING_SECRETS_TTL_MS, forgotten at
+     * once when this connection changes them, so another process's change
+     * (the CLI's) applies within that time.
+     */
+    sendingSecrets(d: { endpointId: string | null; storeId: string }, now: number): SealedSecrets | null {
+      const key = d.endpointId ?? d.storeId;
+      const hit = sending.get(key);
+      if (hit && now - hit.readAt < SENDING_SECRETS_TTL_MS && now >= hit.readAt) return hit.sealed;
+      if (sending.size >= 1024) sending.clear();
+      const r = d.endpointId === null ? storeSecrets.get(d.storeId) : endpointSecrets.get(d.endpointId);
+      const sealed = r?.s ? { secret: r.s, previous: r.p, previousExpiresAt: r.e } : null;
+      sending.set(key, { sealed, readAt: now });
+      return sealed;
     },
     /** The store's secrets for per-invoice callback_url deliveries. */
     getCallbackSecrets(storeId: string): SealedSecrets | null {
@@ -87,6 +113,7 @@ export function createWebhookEndpointsRepo(db: Db) {
       return r?.s ? { secret: r.s, previous: r.p, previousExpiresAt: r.e } : null;
     },
     setCallbackSecrets(storeId: string, s: SealedSecrets): void {
+      sending.clear();
       setStoreSecrets.run(s.secret, s.previous, s.previousExpiresAt, storeId);
     },
   };

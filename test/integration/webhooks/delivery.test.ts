@@ -3,11 +3,12 @@ import { describe, test } from 'node:test';
 import { loadConfig } from '../../../src/config.ts';
 import { silentLogger } from '../../../src/log.ts';
 import { createRuntime } from '../../../src/runtime.ts';
+import { SENDING_SECRETS_TTL_MS } from '../../../src/db/webhook-endpoints.ts';
 import { RETRY_DELAYS_MS } from '../../../src/webhooks/schedule.ts';
 import { verifyWebhook } from '../../../src/webhooks/signature.ts';
 import { answer } from '../../fakes/webhook-receiver.ts';
 import { runTill } from '../../helpers/cli.ts';
-import { call } from '../../helpers/till-server.ts';
+import { call, setupStore } from '../../helpers/till-server.ts';
 import { createInvoice, deliveriesOf, startWebhookFixture } from './helpers.ts';
 
 describe('webhook delivery', () => {
@@ -79,6 +80,43 @@ describe('webhook delivery', () => {
     const sig = String(req!.headers['x-service-signature']);
     assert.equal(sig.split(',').filter((p) => p.startsWith('v1=')).length, 2, 'the previous callback secret is still valid after the rotation');
     assert.equal(verifyWebhook(req!.rawBody, sig, [rotated.body.secret], { now: f.till.clock.now() }).ok, true);
+  });
+
+  test('two stores with callback URLs on the same server: each delivery signed with its own store\'s secret', async (t) => {
+    const f = await startWebhookFixture(t, { events: ['invoice.paid'] });
+    const other = setupStore(f.till, { label: 'second shop' });
+    const secrets: Record<string, string> = {};
+    for (const [name, store] of [['a', f.store], ['b', other]] as const) {
+      const rotated = await call(f.till, 'POST', `/v1/stores/${store.storeId}/callback-secret/rotate`, { key: store.key });
+      assert.equal(rotated.status, 200);
+      secrets[name] = rotated.body.secret;
+      await createInvoice({ till: f.till, store }, { amount_sats: 1000, callback_url: `${f.receiver.url}/cb/${name}` });
+    }
+    await f.till.rt.webhooks.runOnce();
+    const requests = await f.receiver.waitForRequests(2, 5000);
+    assert.deepEqual(requests.map((r) => r.url).sort(), ['/cb/a', '/cb/b']);
+    const now = f.till.clock.now();
+    for (const req of requests) {
+      const [own, others] = req.url === '/cb/a' ? [secrets.a!, secrets.b!] : [secrets.b!, secrets.a!];
+      const sig = String(req.headers['x-service-signature']);
+      assert.equal(verifyWebhook(req.rawBody, sig, [own], { now }).ok, true, `${req.url} verifies with its store's secret`);
+      assert.equal(verifyWebhook(req.rawBody, sig, [others], { now }).ok, false, `${req.url} is not signed with the other store's secret`);
+    }
+  });
+
+  test('an endpoint disabled through the CLI gets nothing more once the secrets read for sending are older than their hold time', async (t) => {
+    const f = await startWebhookFixture(t);
+    await createInvoice(f);
+    await f.till.rt.webhooks.runOnce();
+    assert.equal((await f.receiver.waitForRequests(1, 5000)).length, 1);
+    // Its delivery exists before the endpoint is disabled.
+    await createInvoice(f);
+    const r = await runTill(['webhooks', 'disable', '--store', f.store.storeId, f.endpointId], { dataDir: f.till.config.dataDir });
+    assert.equal(r.code, 0, r.stderr);
+    f.till.clock.advance(SENDING_SECRETS_TTL_MS);
+    await f.till.rt.webhooks.runOnce();
+    assert.equal(f.receiver.requests.length, 1, 'the second event was not sent to the disabled endpoint');
+    assert.deepEqual(deliveriesOf(f.till).map((d) => d.status).sort(), ['failed', 'success']);
   });
 
   test('the whole retry schedule: 1m, 5m, 30m, 2h, 12h, 24h, then dead_letter; each attempt signed afresh', async (t) => {
