@@ -76,7 +76,7 @@ export class DeliveryWorker {
     this.#logger = logger;
     this.#attemptLog = createLineLogger(logger, 'webhook attempt');
     this.#maxInFlight = opts.maxInFlight ?? 256;
-    this.#maxPerTarget = opts.maxPerTarget ?? Number(process.env.MPT ?? 16);
+    this.#maxPerTarget = opts.maxPerTarget ?? 16;
     this.#timeoutMs = opts.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
   }
 
