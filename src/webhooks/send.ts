@@ -1,6 +1,6 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import type { LookupFunction } from 'node:net';
-import { Agent, type Dispatcher } from 'undici';
+import type { Agent, Dispatcher } from 'undici';
 import { isPrivateAddress } from './address-policy.ts';
 
 export const RESPONSE_BODY_LIMIT = 4096;
@@ -40,15 +40,20 @@ function guardedLookup(allowPrivate: boolean): LookupFunction {
   };
 }
 
+// undici rather than node:http: about half the CPU per attempt, and an
+// attempt is mostly client work on the worker's event loop. Loaded with the
+// first attempt: ~7 MiB of heap that a till without webhooks never needs.
+type Undici = typeof import('undici');
+let undici: Undici | null = null;
+let loading: Promise<Undici> | null = null;
+
 // Connections are kept alive between attempts to the same receiver; every new
 // socket goes through the guarded lookup, so the address check still applies.
-// undici rather than node:http: about half the CPU per attempt, and an
-// attempt is mostly client work on the worker's event loop.
 const agents = new Map<boolean, Agent>();
 function agentFor(allowPrivate: boolean): Agent {
   let agent = agents.get(allowPrivate);
   if (!agent) {
-    agent = new Agent({ connections: 32, keepAliveTimeout: 30_000, connect: { lookup: guardedLookup(allowPrivate) } });
+    agent = new undici!.Agent({ connections: 32, keepAliveTimeout: 30_000, connect: { lookup: guardedLookup(allowPrivate) } });
     agents.set(allowPrivate, agent);
   }
   return agent;
@@ -60,6 +65,7 @@ function agentFor(allowPrivate: boolean): Agent {
  * Never throws: every outcome is a SendResult.
  */
 export function sendWebhook(req: SendRequest): Promise<SendResult> {
+  if (!undici) return (loading ??= import('undici').then((m) => (undici = m))).then(() => sendWebhook(req));
   const started = performance.now();
   let url: URL;
   try {
