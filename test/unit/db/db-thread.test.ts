@@ -50,11 +50,11 @@ async function waitFor(check: () => boolean, ms = 10_000): Promise<boolean> {
   return check();
 }
 
-test('committed pages reach the database file from the checkpoint thread', async (t) => {
+test('committed pages reach the database file from the db thread', async (t) => {
   const { db, rowsInFile, writeAll } = setup(t);
   const errors: Error[] = [];
-  const checkpointer = startDbThread(db, { intervalMs: 20, busyTimeoutMs: 1000, onError: (e) => errors.push(e) });
-  t.after(() => checkpointer.stop().then(() => db.close()));
+  const thread = startDbThread(db, { intervalMs: 20, busyTimeoutMs: 1000, onError: (e) => errors.push(e) });
+  t.after(() => thread.stop().then(() => db.close()));
   assert.equal(db.pragma('wal_autocheckpoint', { simple: true }), WRITER_CHECKPOINT_PAGES, 'the writer only checkpoints past its safety bound');
   writeAll();
   assert.ok(await waitFor(() => rowsInFile() === ROWS), `the file holds ${rowsInFile()} of ${ROWS} rows`);
@@ -72,10 +72,10 @@ test('without it, the same commits stay in the WAL (the writer is not checkpoint
 
 test('stop ends the thread; the database then closes as usual and removes its WAL', async (t) => {
   const { db, dir, writeAll } = setup(t);
-  const checkpointer = startDbThread(db, { intervalMs: 20, busyTimeoutMs: 1000, onError: (e) => assert.fail(e) });
+  const thread = startDbThread(db, { intervalMs: 20, busyTimeoutMs: 1000, onError: (e) => assert.fail(e) });
   writeAll();
-  await checkpointer.stop();
-  await checkpointer.stop();
+  await thread.stop();
+  await thread.stop();
   db.close();
   assert.equal(existsSync(join(dir, 'c.db-wal')), false);
 });
