@@ -7,6 +7,12 @@ import type { DbThread } from './db-thread.ts';
 // them all. Every caller's promise settles only after the commit: a resolved
 // write is on disk.
 //
+// Another process (the CLI) holding the write lock is waited for without
+// blocking: the batch's BEGIN does not wait in SQLite's busy handler (which
+// sleeps the whole event loop) but fails at once, and the batch is tried again
+// on a timer. A write still waiting after the connection's busy timeout is
+// rejected with SQLITE_BUSY, as the busy handler would have.
+//
 // A write given as plain statements (no reads, no logic: a webhook attempt's
 // outcome) can be committed by the db thread, off the event loop. Commits
 // never overlap: while the thread commits a batch, later writes wait for its
@@ -73,6 +79,8 @@ export function runStatementsOn(db: Db, prepared: Map<string, ReturnType<Db['pre
 interface Job {
   fn: (() => unknown) | null;
   statements: Statement[] | null;
+  /** performance.now() when queued: how long it has waited for the lock. */
+  since: number;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
 }
@@ -100,6 +108,12 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
   /** A flush came while offThread: the answer flushes again. */
   let flushWaiting = false;
   const prepared = new Map<string, ReturnType<Db['prepare']>>();
+  const lockWaitMs = Number(db.pragma('busy_timeout', { simple: true }));
+  const waitForLock = db.prepare(`PRAGMA busy_timeout = ${lockWaitMs}`);
+  const failIfLocked = db.prepare('PRAGMA busy_timeout = 0');
+  /** Another connection held the write lock: the queue is tried again when this fires. */
+  let lockRetry: NodeJS.Timeout | null = null;
+  let lockRetryMs = 0;
 
   function settle(jobs: Job[], outcomes: Outcome[]): void {
     jobs.forEach((job, i) => {
@@ -128,6 +142,8 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
       clearTimeout(timer);
       timer = null;
     }
+    // Waiting for another process's lock: its retry flushes everything queued.
+    if (lockRetry) return;
     if (offThread) {
       flushWaiting = true;
       return;
@@ -137,18 +153,41 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
     if (jobs.length === 0) return;
     if (thread?.running && jobs.every((j) => j.statements)) return commitOffThread(jobs, thread);
     let outcomes: Outcome[];
+    failIfLocked.get();
     try {
       outcomes = commitJobs(db, jobs, (job) => (job.fn ? job.fn() : runStatementsOn(db, prepared, job.statements!)));
     } catch (error) {
-      // The commit itself failed (disk, lock timeout): nothing of the batch is written.
+      if ((error as { code?: string }).code === 'SQLITE_BUSY') return waitForTheLock(jobs, error);
+      // The commit itself failed (disk): nothing of the batch is written.
       jobs.forEach((job) => job.reject(error));
       return;
+    } finally {
+      waitForLock.get();
     }
+    lockRetryMs = 0;
     settle(jobs, outcomes);
   }
 
+  /** The batch's BEGIN found the lock taken: nothing was written. Its writes wait, up to the busy timeout each. */
+  function waitForTheLock(jobs: Job[], error: unknown): void {
+    const now = performance.now();
+    const waiting: Job[] = [];
+    for (const job of jobs) {
+      if (now - job.since < lockWaitMs) waiting.push(job);
+      else job.reject(error);
+    }
+    queue = waiting.concat(queue);
+    if (queue.length === 0) return;
+    // 1, 2, 4 ... 32 ms: soon after a short lock, without spinning through a long one.
+    lockRetryMs = Math.min(Math.max(1, lockRetryMs * 2), 32);
+    lockRetry = setTimeout(() => {
+      lockRetry = null;
+      flush();
+    }, lockRetryMs);
+  }
+
   function schedule(): void {
-    if (scheduled) return;
+    if (scheduled || lockRetry) return;
     scheduled = true;
     setImmediate(flush);
   }
@@ -157,15 +196,15 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
     queue.push(job);
     if (maxWaitMs <= 0) schedule();
     // The first waiting write sets the deadline; later ones ride along.
-    else if (!scheduled && !timer) timer = setTimeout(flush, maxWaitMs);
+    else if (!scheduled && !timer && !lockRetry) timer = setTimeout(flush, maxWaitMs);
   }
 
   return {
     run<T>(fn: () => T, maxWaitMs = 0): Promise<T> {
-      return new Promise<T>((resolve, reject) => enqueue({ fn, statements: null, resolve: resolve as (v: unknown) => void, reject }, maxWaitMs));
+      return new Promise<T>((resolve, reject) => enqueue({ fn, statements: null, since: performance.now(), resolve: resolve as (v: unknown) => void, reject }, maxWaitMs));
     },
     runStatements(statements: Statement[], maxWaitMs = 0): Promise<number[]> {
-      return new Promise<number[]>((resolve, reject) => enqueue({ fn: null, statements, resolve: resolve as (v: unknown) => void, reject }, maxWaitMs));
+      return new Promise<number[]>((resolve, reject) => enqueue({ fn: null, statements, since: performance.now(), resolve: resolve as (v: unknown) => void, reject }, maxWaitMs));
     },
     useThread(t: DbThread | null): void {
       thread = t;

@@ -122,3 +122,27 @@ test('with the db thread, batches of statements alone commit there, and later wr
   assert.equal(externalCommits(), afterThread, 'without the thread, statements commit on this connection');
   assert.deepEqual(rows(), [1, 2, 3, 4, 5]);
 });
+
+test('while another process holds the write lock, writes wait without blocking the event loop, then commit', async (t) => {
+  const dir = tempDir(t);
+  const db = new Database(join(dir, 'q.db'));
+  db.pragma('journal_mode = WAL');
+  db.pragma('busy_timeout = 5000');
+  db.exec('CREATE TABLE t (v INTEGER PRIMARY KEY)');
+  const other = new Database(join(dir, 'q.db'));
+  t.after(() => (other.close(), db.close()));
+  const queue = createWriteQueue(db);
+  other.exec('BEGIN IMMEDIATE');
+  let turns = 0;
+  const ticking = setInterval(() => turns++, 5);
+  const first = queue.run(() => db.prepare('INSERT INTO t (v) VALUES (1)').run().changes);
+  await new Promise((r) => setTimeout(r, 150));
+  const second = queue.run(() => db.prepare('INSERT INTO t (v) VALUES (2)').run().changes);
+  await new Promise((r) => setTimeout(r, 50));
+  assert.ok(turns >= 15, `the event loop turned ${turns} times in 200 ms while the lock was held`);
+  other.exec('COMMIT');
+  assert.deepEqual(await Promise.all([first, second]), [1, 1], 'both wrote once the lock was free, in order');
+  clearInterval(ticking);
+  assert.deepEqual(db.prepare('SELECT v FROM t ORDER BY v').pluck().all(), [1, 2]);
+  assert.equal(db.pragma('busy_timeout', { simple: true }), 5000, "the connection's own busy timeout is left as it was");
+});
