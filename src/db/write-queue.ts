@@ -109,8 +109,10 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
   let flushWaiting = false;
   const prepared = new Map<string, ReturnType<Db['prepare']>>();
   const lockWaitMs = Number(db.pragma('busy_timeout', { simple: true }));
-  const waitForLock = db.prepare(`PRAGMA busy_timeout = ${lockWaitMs}`);
-  const failIfLocked = db.prepare('PRAGMA busy_timeout = 0');
+  // Not prepared once: SQLite applies busy_timeout when the PRAGMA is
+  // compiled, so a prepared one changes it at prepare time, not when run.
+  const failIfLocked = () => db.pragma('busy_timeout = 0');
+  const waitForLock = () => db.pragma(`busy_timeout = ${lockWaitMs}`);
   /** Another connection held the write lock: the queue is tried again when this fires. */
   let lockRetry: NodeJS.Timeout | null = null;
   let lockRetryMs = 0;
@@ -153,7 +155,7 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
     if (jobs.length === 0) return;
     if (thread?.running && jobs.every((j) => j.statements)) return commitOffThread(jobs, thread);
     let outcomes: Outcome[];
-    failIfLocked.get();
+    failIfLocked();
     try {
       outcomes = commitJobs(db, jobs, (job) => (job.fn ? job.fn() : runStatementsOn(db, prepared, job.statements!)));
     } catch (error) {
@@ -162,7 +164,7 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
       jobs.forEach((job) => job.reject(error));
       return;
     } finally {
-      waitForLock.get();
+      waitForLock();
     }
     lockRetryMs = 0;
     settle(jobs, outcomes);

@@ -132,6 +132,7 @@ test('while another process holds the write lock, writes wait without blocking t
   const other = new Database(join(dir, 'q.db'));
   t.after(() => (other.close(), db.close()));
   const queue = createWriteQueue(db);
+  assert.equal(db.pragma('busy_timeout', { simple: true }), 5000, 'making the queue leaves the busy timeout alone (other writers rely on it)');
   other.exec('BEGIN IMMEDIATE');
   let turns = 0;
   const ticking = setInterval(() => turns++, 5);
