@@ -159,7 +159,7 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
     try {
       outcomes = commitJobs(db, jobs, (job) => (job.fn ? job.fn() : runStatementsOn(db, prepared, job.statements!)));
     } catch (error) {
-      if ((error as { code?: string }).code === 'SQLITE_BUSY') return waitForTheLock(jobs, error);
+      if (String((error as { code?: unknown }).code).startsWith('SQLITE_BUSY')) return waitForTheLock(jobs, error);
       // The commit itself failed (disk): nothing of the batch is written.
       jobs.forEach((job) => job.reject(error));
       return;

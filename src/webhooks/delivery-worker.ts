@@ -13,6 +13,8 @@ export const USER_AGENT = 'Service-Webhook/1.0';
 const OUTCOME_COMMIT_WAIT_MS = 5;
 /** Due deliveries read ahead per target, in multiples of maxPerTarget. */
 const READ_AHEAD = 4;
+/** Rows read ahead over all targets together (each holds its body): a few MiB at most. */
+const READ_AHEAD_MAX_ROWS = 1024;
 
 function bump(counts: Map<string, number>, key: string, by: number): void {
   const n = (counts.get(key) ?? 0) + by;
@@ -61,6 +63,7 @@ export class DeliveryWorker {
    * each start, so a row read ahead cannot go stale.
    */
   readonly #readAhead = new Map<string, DueDelivery[]>();
+  #readAheadRows = 0;
   #timer: NodeJS.Timeout | null = null;
   #wakeScheduled = false;
   /** The last pump stopped at maxInFlight with targets still waiting. */
@@ -93,6 +96,7 @@ export class DeliveryWorker {
   async stop(): Promise<void> {
     this.#stopping = true;
     this.#readAhead.clear();
+    this.#readAheadRows = 0;
     if (this.#timer) clearInterval(this.#timer);
     this.#unsubscribe?.();
     while (this.#inFlight.size > 0) await Promise.all(this.#inFlight.values());
@@ -135,16 +139,26 @@ export class DeliveryWorker {
     if (room <= 0) return;
     let ahead = this.#readAhead.get(target) ?? [];
     if (ahead.length < room && busy <= this.#maxPerTarget / 2) {
+      // Read ahead only while the target's own bound is what limits it, and within the overall cap.
+      const spare = room < this.#maxPerTarget - busy ? 0 : READ_AHEAD_MAX_ROWS - this.#readAheadRows;
+      const limit = Math.max(room, Math.min(this.#maxPerTarget * READ_AHEAD, room + spare)) - ahead.length;
       // Deliveries already under way or read ahead are left out in SQL.
       const skip = [...(this.#held.get(target) ?? []), ...ahead.map((d) => d.id)];
-      ahead = ahead.concat(this.#ctx.repos.webhookDeliveries.dueForTarget(target, now, this.#maxPerTarget * READ_AHEAD - ahead.length, skip));
+      const read = this.#ctx.repos.webhookDeliveries.dueForTarget(target, now, limit, skip);
+      ahead = ahead.concat(read);
+      this.#readAheadRows += read.length;
     }
     if (ahead.length === 0) return;
     const starting = ahead.splice(0, room);
+    this.#readAheadRows -= starting.length;
     if (ahead.length > 0) this.#readAhead.set(target, ahead);
     else this.#readAhead.delete(target);
-    // Per delivery: stores may share a callback origin, hence a target.
-    for (const d of starting) started.push(this.#start(d, this.#ctx.repos.webhookEndpoints.sendingSecrets(d, now)));
+    for (const d of starting) {
+      // deliverNow may have started one since it was read.
+      if (this.#inFlight.has(d.id)) continue;
+      // Secrets per delivery: stores may share a callback origin, hence a target.
+      started.push(this.#start(d, this.#ctx.repos.webhookEndpoints.sendingSecrets(d, now)));
+    }
   }
 
   /**
