@@ -1,4 +1,4 @@
-import { Subscriber } from 'zeromq';
+import { Context, Subscriber } from 'zeromq';
 
 // bitcoind's ZMQ notifications are a wake-up, not the truth (Core's
 // doc/zmq.md: messages can be lost and are never replayed). The feed passes
@@ -47,7 +47,9 @@ export class ZmqFeed {
   }
 
   start(): void {
-    const sock = new Subscriber({ reconnectInterval: 500, reconnectMaxInterval: 10_000, receiveHighWaterMark: 100_000 });
+    // A context of its own (one more libzmq I/O thread): nothing else in the
+    // process shares its state; linger 0: a SUB has nothing worth flushing.
+    const sock = new Subscriber({ context: new Context(), linger: 0, reconnectInterval: 500, reconnectMaxInterval: 10_000, receiveHighWaterMark: 100_000 });
     this.#sock = sock;
     for (const e of this.#endpoints) sock.connect(e);
     for (const t of ZMQ_TOPICS) sock.subscribe(t);

@@ -50,7 +50,8 @@ export class ZmqPublisher {
   async start(opts: { resetCounters?: boolean } = {}): Promise<void> {
     if (this.#socket) return;
     if (opts.resetCounters) this.#counters.clear();
-    const socket = new zmq.XPublisher({ sendHighWaterMark: this.hwm, tcpKeepalive: 1, linger: 0 });
+    // Its own context: each fake node's sockets share no libzmq state with Till's or other tests'.
+    const socket = new zmq.XPublisher({ context: new zmq.Context(), sendHighWaterMark: this.hwm, tcpKeepalive: 1, linger: 0 });
     const address = this.#port ? this.endpoint : 'tcp://127.0.0.1:*';
     for (let attempt = 1; ; attempt++) {
       try {
