@@ -99,32 +99,31 @@ export function sendWebhook(req: SendRequest): Promise<SendResult> {
       // Closes the connection: an answer half-read cannot be reused.
       controller?.abort(new Error('timeout'));
     }, req.timeoutMs);
-    agentFor(req.allowPrivate).dispatch(
-      { origin: url.origin, path: url.pathname + url.search, method: 'POST', headers: req.headers, body: req.body },
-      {
-        onRequestStart(c) {
-          controller = c;
-          if (settled) c.abort(new Error('timeout'));
-        },
-        onResponseStart(_c, statusCode) {
-          status = statusCode;
-        },
-        onResponseData(_c, chunk) {
-          if (kept < RESPONSE_BODY_LIMIT) {
-            const part = chunk.subarray(0, RESPONSE_BODY_LIMIT - kept);
-            chunks.push(part);
-            kept += part.length;
-          }
-          // Past the limit the rest is read and dropped, within the same deadline.
-        },
-        onResponseEnd() {
-          finish();
-        },
-        onResponseError(_c, err) {
-          const code = (err as NodeJS.ErrnoException).code;
-          finish(code === 'EPRIVATE' ? err.message : `${code ?? 'error'}: ${err.message}`);
-        },
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart(c) {
+        controller = c;
+        if (settled) c.abort(new Error('timeout'));
       },
-    );
+      onResponseStart(_c, statusCode) {
+        status = statusCode;
+      },
+      onResponseData(_c, chunk) {
+        if (kept < RESPONSE_BODY_LIMIT) {
+          const part = chunk.subarray(0, RESPONSE_BODY_LIMIT - kept);
+          chunks.push(part);
+          kept += part.length;
+        }
+        // Past the limit the rest is read and dropped, within the same deadline.
+      },
+      onResponseEnd() {
+        finish();
+      },
+      onResponseError(_c, err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        finish(code === 'EPRIVATE' ? err.message : `${code ?? 'error'}: ${err.message}`);
+      },
+    };
+    // undici reports a request it refuses (a header value it cannot send) through onResponseError too.
+    agentFor(req.allowPrivate).dispatch({ origin: url.origin, path: url.pathname + url.search, method: 'POST', headers: req.headers, body: req.body }, handler);
   });
 }

@@ -1,0 +1,26 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { sendWebhook } from '../../../src/webhooks/send.ts';
+
+// sendWebhook never throws: whatever goes wrong comes back as a SendResult the
+// worker records. (Answers, timeouts and redirects: test/integration/webhooks.)
+
+const base = { body: '{}', timeoutMs: 2000, allowPrivate: true, headers: { 'content-type': 'application/json' } };
+
+test('a URL that is not http(s) is an outcome, not an exception', async () => {
+  for (const url of ['not a url', 'ftp://127.0.0.1/hooks', 'file:///etc/passwd']) {
+    assert.deepEqual(await sendWebhook({ ...base, url }), { responseBody: null, error: 'invalid URL', timedOut: false, durationMs: 0 }, url);
+  }
+});
+
+test('a header value the client refuses to send is an outcome, not an exception', async () => {
+  const result = await sendWebhook({ ...base, url: 'http://127.0.0.1:9/hooks', headers: { ...base.headers, 'x-service-event-type': 'a\r\nInjected: yes' } });
+  assert.equal(result.status, undefined);
+  assert.equal(result.timedOut, false);
+  assert.match(result.error ?? '', /header/i);
+});
+
+test('a private address is refused before connecting unless allowed', async () => {
+  const result = await sendWebhook({ ...base, url: 'http://127.0.0.1:9/hooks', allowPrivate: false });
+  assert.match(result.error ?? '', /127\.0\.0\.1 is a private address/);
+});
