@@ -45,6 +45,10 @@ const toRecord = (r: Row): EndpointRecord => ({
   deletedAt: r.deleted_at,
 });
 
+/** Secrets as the two secret queries read them (s, p, e); null when there is no current secret. */
+const sealedFrom = (r: { s: string | null; p: string | null; e: number | null } | undefined): SealedSecrets | null =>
+  r?.s ? { secret: r.s, previous: r.p, previousExpiresAt: r.e } : null;
+
 /** How long a delivery may sign with secrets read earlier (see sendingSecrets). */
 export const SENDING_SECRETS_TTL_MS = 1000;
 
@@ -102,15 +106,13 @@ export function createWebhookEndpointsRepo(db: Db) {
       const hit = sending.get(key);
       if (hit && now - hit.readAt < SENDING_SECRETS_TTL_MS && now >= hit.readAt) return hit.sealed;
       if (sending.size >= 1024) sending.clear();
-      const r = d.endpointId === null ? storeSecrets.get(d.storeId) : endpointSecrets.get(d.endpointId);
-      const sealed = r?.s ? { secret: r.s, previous: r.p, previousExpiresAt: r.e } : null;
+      const sealed = sealedFrom(d.endpointId === null ? storeSecrets.get(d.storeId) : endpointSecrets.get(d.endpointId));
       sending.set(key, { sealed, readAt: now });
       return sealed;
     },
     /** The store's secrets for per-invoice callback_url deliveries. */
     getCallbackSecrets(storeId: string): SealedSecrets | null {
-      const r = storeSecrets.get(storeId);
-      return r?.s ? { secret: r.s, previous: r.p, previousExpiresAt: r.e } : null;
+      return sealedFrom(storeSecrets.get(storeId));
     },
     setCallbackSecrets(storeId: string, s: SealedSecrets): void {
       sending.clear();
