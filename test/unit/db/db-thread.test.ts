@@ -120,13 +120,14 @@ test("while another process holds the write lock, the thread waits for it and th
   other.exec('BEGIN IMMEDIATE');
   let turns = 0;
   const ticking = setInterval(() => turns++, 5);
+  // Cleared however the test ends: a failed assertion must not leave it holding the process open.
+  t.after(() => clearInterval(ticking));
   const committed = thread.commit([[insert(7)]]);
   await sleep(150);
   assert.ok(turns >= 10, `the event loop turned ${turns} times while the lock was held`);
   assert.deepEqual(values(), []);
   other.exec('COMMIT');
   assert.deepEqual(await committed, [{ ok: true, value: [1] }]);
-  clearInterval(ticking);
   assert.deepEqual(values(), [7]);
   assert.ok(db.open);
 });
