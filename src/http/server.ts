@@ -60,7 +60,7 @@ function answerDirectGetsFirst(app: H3, node: ReturnType<typeof serve>['node']):
   server.off('request', handler);
   if (server.listenerCount('request') !== 0) throw new Error('srvx request listener not found');
   server.on('request', (req, res) => {
-    if (!direct.answer(req, res)) handler(req, res);
+    if (!direct.take(req, res, handler)) handler(req, res);
   });
 }
 

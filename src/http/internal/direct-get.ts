@@ -41,13 +41,16 @@ interface Route {
  * list pages). Each is an h3 handler like any route, and the server also
  * tries them straight on Node's request, ahead of srvx and h3: the web
  * Request and Response wrappers and the middleware chain cost more than
- * these reads (docs/DECISIONS.md "Direct GETs"). The Node side answers only
- * a 200 of a plain request; anything unusual (another method, a path with
- * characters URL parsing would rewrite, a repeated header the route reads, a
- * thrown error) goes on to h3, which answers it in full, envelope and all.
+ * these reads (docs/DECISIONS.md "Direct GETs"). The Node side answers the
+ * requests of an event-loop turn together, once all of them are read (see
+ * `answer`), and only with a 200 of a plain request; anything unusual
+ * (another method, a path with characters URL parsing would rewrite, a
+ * repeated header the route reads, a thrown error) goes on to h3, which
+ * answers it in full, envelope and all.
  */
 export class DirectGets {
   readonly #routes: Route[] = [];
+  #taken: Taken[] = [];
   readonly #log: RequestLog;
 
   constructor(log: RequestLog) {
@@ -83,8 +86,14 @@ export class DirectGets {
     };
   }
 
-  /** Answers a Node request if one of the routes can; false leaves it to the app. */
-  answer(req: IncomingMessage, res: ServerResponse): boolean {
+  /**
+   * Takes a Node request if one of the routes matches it (false leaves it to
+   * the app) and answers it once this turn's requests are all read: then one
+   * look at whether another process committed serves every request taken, each
+   * arrived before that look (docs/DECISIONS.md). A route that cannot answer
+   * hands the request to `app` then.
+   */
+  take(req: IncomingMessage, res: ServerResponse, app: NodeListener): boolean {
     if (req.method !== 'GET') return false;
     const started = performance.now();
     const url = req.url ?? '';
@@ -97,20 +106,43 @@ export class DirectGets {
     for (const route of this.#routes) {
       if (!matchesSegments(route.segments, segments)) continue;
       const request = new NodeRequest(req, route.params, segments, queryAt < 0 ? '' : url.slice(queryAt + 1));
-      let json: string;
+      if (this.#taken.push({ route, request, res, app, path, started }) === 1) setImmediate(this.#answerTaken);
+      return true;
+    }
+    return false;
+  }
+
+  readonly #answerTaken = (): void => {
+    const taken = this.#taken;
+    this.#taken = [];
+    for (const { route, request, res, app, path, started } of taken) {
+      let json: string | undefined;
       try {
         json = route.spec.answer(request);
       } catch {
-        return false;
+        // Left to the app, which answers it in full.
+      }
+      if (json === undefined) {
+        app(request.node, res);
+        continue;
       }
       const requestId = randomUUID();
       res.writeHead(200, [...route.rawHeaders, 'x-request-id', requestId, 'content-length', String(Buffer.byteLength(json))]);
       res.end(json);
       this.#log({ requestId, method: 'GET', path, status: 200, started, keyId: request.keyId });
-      return true;
     }
-    return false;
-  }
+  };
+}
+
+type NodeListener = (req: IncomingMessage, res: ServerResponse) => void;
+
+interface Taken {
+  route: Route;
+  request: NodeRequest;
+  res: ServerResponse;
+  app: NodeListener;
+  path: string;
+  started: number;
 }
 
 const PLAIN_PATH = /^(\/[A-Za-z0-9_-]+)+$/;
@@ -126,14 +158,14 @@ function matchesSegments(pattern: readonly (string | null)[], segments: readonly
 /** A Node request as a direct GET reads it (a class: built once per request, and cheaper than closures). */
 class NodeRequest implements DirectRequest {
   keyId?: string;
-  readonly #req: IncomingMessage;
+  readonly node: IncomingMessage;
   readonly #params: Route['params'];
   readonly #segments: readonly string[];
   readonly #search: string;
   #query: URLSearchParams | undefined;
 
   constructor(req: IncomingMessage, params: Route['params'], segments: readonly string[], search: string) {
-    this.#req = req;
+    this.node = req;
     this.#params = params;
     this.#segments = segments;
     this.#search = search;
@@ -151,8 +183,8 @@ class NodeRequest implements DirectRequest {
   header(name: string): string | null {
     // Node keeps the first of a repeated Authorization; the web Headers h3
     // reads would join them. Such a request is left to h3.
-    if (isRepeated(this.#req.rawHeaders, name)) throw new Error(`repeated ${name} header`);
-    const value = this.#req.headers[name];
+    if (isRepeated(this.node.rawHeaders, name)) throw new Error(`repeated ${name} header`);
+    const value = this.node.headers[name];
     return typeof value === 'string' ? value : null;
   }
 }

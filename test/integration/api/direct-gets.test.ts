@@ -43,11 +43,15 @@ function rawGet(till: TestTill, path: string, headers: string[] = [], method = '
 function countDirectAnswers(till: TestTill): { count: number } {
   const direct = directGetsOf(till.app)!;
   const counter = { count: 0 };
-  const answer = direct.answer.bind(direct);
-  direct.answer = (req, res) => {
-    const answered = answer(req, res);
-    if (answered) counter.count++;
-    return answered;
+  const take = direct.take.bind(direct);
+  direct.take = (req, res, app) => {
+    // Taken, then either answered or handed to the app (before anything is sent).
+    const taken = take(req, res, (...handedOver) => {
+      counter.count--;
+      app(...handedOver);
+    });
+    if (taken) counter.count++;
+    return taken;
   };
   return counter;
 }
@@ -143,6 +147,30 @@ describe('direct GETs', () => {
       if (c.status === 200 && c.method !== 'HEAD') assert.equal(JSON.parse(res.body).id, invoiceId, label);
       assert.equal(direct.count, before, `${label} was left to the app`);
     }
+  });
+
+  test('requests read in the same turn are answered together, each as it would be alone', async (t) => {
+    const { till, store, invoiceId } = await startWithLog(t);
+    const other = setupStore(till, { label: 'other' });
+    const auth = ['authorization', `Bearer ${store.key}`];
+    await rawGet(till, `/v1/invoices/${invoiceId}`, auth);
+    const direct = countDirectAnswers(till);
+    const cases: { path: string; headers?: string[]; status: number; code?: string }[] = [];
+    for (let i = 0; i < 8; i++) {
+      cases.push({ path: `/v1/invoices/${invoiceId}`, headers: auth, status: 200 });
+      cases.push({ path: `/pay/invoices/${invoiceId}`, status: 200 });
+      cases.push({ path: `/v1/invoices/${invoiceId}`, headers: ['authorization', `Bearer ${other.key}`], status: 404, code: 'not_found' });
+      cases.push({ path: `/v1/invoices/${invoiceId}`, status: 401, code: 'api_key_invalid' });
+    }
+    // One socket each, all sent at once: the server reads many of them in one turn.
+    const answers = await Promise.all(cases.map((c) => rawGet(till, c.path, c.headers)));
+    answers.forEach((res, i) => {
+      const c = cases[i]!;
+      assert.equal(res.status, c.status, `${i}: ${c.path}`);
+      if (c.code) assert.equal(JSON.parse(res.body).error.code, c.code);
+      else assert.equal(JSON.parse(res.body).id, invoiceId);
+    });
+    assert.equal(direct.count, 16, 'the 200s were answered directly, the errors by the app');
   });
 
   test('a change shows in the very next direct answer', async (t) => {
