@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { H3, H3Event } from 'h3';
+import { afterReads } from './after-reads.ts';
 import { routeParam } from './route.ts';
 import { sendJson } from './send-json.ts';
 import type { RequestLog } from '../middleware/request-context.ts';
@@ -106,7 +107,7 @@ export class DirectGets {
     for (const route of this.#routes) {
       if (!matchesSegments(route.segments, segments)) continue;
       const request = new NodeRequest(req, route.params, segments, queryAt < 0 ? '' : url.slice(queryAt + 1));
-      if (this.#taken.push({ route, request, res, app, path, started }) === 1) setImmediate(this.#answerTaken);
+      if (this.#taken.push({ route, request, res, app, path, started }) === 1) afterReads(this.#answerTaken);
       return true;
     }
     return false;

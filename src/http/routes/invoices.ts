@@ -9,6 +9,7 @@ import type { Runtime } from '../../runtime.ts';
 import { cancelInvoice, createInvoice, getInvoiceFor, hashRequest, simulateInvoice } from '../../services/invoices.ts';
 import { requireApiKey, requireApiKeyOf } from '../middleware/auth.ts';
 import { SlidingWindowLimiter } from '../middleware/rate-limit.ts';
+import { readsDone } from '../internal/after-reads.ts';
 import { readJsonObject } from '../internal/body.ts';
 import type { DirectGets } from '../internal/direct-get.ts';
 import { InvoiceViewCache } from '../internal/invoice-view-cache.ts';
@@ -35,6 +36,8 @@ export function registerInvoiceRoutes(app: H3, rt: Runtime, direct: DirectGets):
 
   defineRoute(app, '/v1/invoices', {
     POST: async (event) => {
+      // Creations of a turn are handled together once its requests are read.
+      await readsDone();
       const caller = requireApiKey(event, ctx);
       const idempotencyKey = readIdempotencyKey(event);
       const { value } = await readJsonObject(event);
@@ -85,6 +88,8 @@ export function registerInvoiceRoutes(app: H3, rt: Runtime, direct: DirectGets):
 
   defineRoute(app, '/v1/invoices/:id/cancel', {
     POST: async (event) => {
+      // Creations of a turn are handled together once its requests are read.
+      await readsDone();
       const caller = requireApiKey(event, ctx);
       return invoiceView(await cancelInvoice(ctx, caller, routeParam(event, 'id')), ctx.baseUrl);
     },
@@ -92,6 +97,8 @@ export function registerInvoiceRoutes(app: H3, rt: Runtime, direct: DirectGets):
 
   defineRoute(app, '/v1/invoices/:id/simulate', {
     POST: async (event) => {
+      // Creations of a turn are handled together once its requests are read.
+      await readsDone();
       const caller = requireApiKey(event, ctx);
       const { value } = await readJsonObject(event);
       const unknown = Object.keys(value).find((k) => k !== 'event');
