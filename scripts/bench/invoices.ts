@@ -224,7 +224,7 @@ export async function runInvoicesBench(): Promise<BenchRow[]> {
         name: 'bare node:http GET (ceiling)',
         value: Math.round(nodeGet.requestsPerSec),
         unit: 'req/s',
-        note: `scripts/bench/node-get-server.ts: Node's HTTP server answering a fixed 720-byte JSON body with a request id, no routing, lookup or log line; same wrk settings; p99 ${round(nodeGet.p99Ms, 2)} ms. What any GET can reach on this machine in this run.${errorsNote(nodeGet)}`,
+        note: `scripts/bench/node-get-server.ts: Node's HTTP server answering a fixed 720-byte JSON body with a request id, no routing, lookup or log line, each request answered as it is read (Node's usual way); same wrk settings; p99 ${round(nodeGet.p99Ms, 2)} ms. Till's direct GETs answer an event-loop turn's requests together once all are read, which on this VM costs about half the CPU a request, so they can pass it (docs/DECISIONS.md).${errorsNote(nodeGet)}`,
       },
       {
         name: 'GET /v1/invoices/:id',
@@ -255,7 +255,7 @@ export async function runInvoicesBench(): Promise<BenchRow[]> {
       },
     ];
     const commits =
-      'each creation costs ~200 µs of the one event loop: about half is the write path (the invoice row and its indexes, the invoice.created event and its delivery rows, and the group commit writing ~5-7 WAL pages per creation with 64 stores: each store has its own insertion point in the list indexes, and the unique address index is a random-page insert), the rest HTTP parsing and routing, the API key check, validation, the response and the log line. The in-process row is the write path alone (docs/PERFORMANCE.md).';
+      'each creation costs ~150-180 µs of the one event loop, ~60 % of it the write path: the invoice row and its seven B-trees, the invoice.created event and its delivery rows, and the group commit (~2-3 WAL pages per creation with 64 stores, each page two write calls, then the fsync; each store has its own insertion point in the list indexes, and the unique address index is a random-page insert); the rest is HTTP, the API key check, validation, the response and the log line. The in-process row is the write path alone (docs/PERFORMANCE.md).';
     const belowCeiling = (target: number) =>
       echoRun.requestsPerSec < target ? `the bare echo on this machine only does ${Math.round(echoRun.requestsPerSec)} req/s, so no handler on this stack can reach it here; besides, ` : '';
     const getCost = (target: number) =>
@@ -264,7 +264,7 @@ export async function runInvoicesBench(): Promise<BenchRow[]> {
       'invoice creation, POST /v1/invoices': belowCeiling(CREATE_TARGET) + commits,
       'invoice creation p99': `at ${CONNECTIONS} connections and ${Math.round(create.requestsPerSec)} creations/s, the mean wait alone (Little's law) is ${round((CONNECTIONS / create.requestsPerSec) * 1000, 1)} ms; ≤ 10 ms at this concurrency needs more than ${Math.round((CONNECTIONS / 10) * 1000)} creations/s.`,
       'creation / echo': 'of the same causes as invoice creation (see its note).',
-      'GET /v1/invoices/:id': `${getCost(20_000)}Beyond Node's own request and response, an answer costs the API key check (a SHA-256 and a PRAGMA data_version read for other processes' commits, ~10 µs on this VM, where every syscall is dear) and the log line.`,
+      'GET /v1/invoices/:id': `${getCost(20_000)}Beyond Node's own request and response, an answer costs the API key check (a SHA-256, and one read of the WAL-index header a turn for other processes' commits) and the log line.`,
       'GET /v1/invoices?limit=20': `${getCost(10_000)}The page comes from the page cache; what is left is the API key check, the log line and sending ~20 KB an answer.`,
     };
     return rows.map((row) => (why[row.name] ? explainMiss(row, why[row.name]!) : row));
