@@ -104,11 +104,12 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
   let stopped = false;
   let lease: ReturnType<typeof acquireServerLease> | null = null;
   let dbThread: DbThread | null = null;
+  let firstRefill: Promise<void> | null = null;
 
   async function refillAllPools(): Promise<void> {
     for (const x of ctx.repos.xpubs.listActive()) {
       if (stopped) return;
-      await refillAddressPool(ctx, x.id);
+      await refillAddressPool(ctx, x.id, undefined, () => stopped);
     }
   }
 
@@ -159,7 +160,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
       loops.push(startLoop('external-changes', 1000, logger, () => externalChanges.poll()));
       loops.push(startLoop('address-pool', 5000, logger, refillAllPools));
       loops.push(startLoop('idempotency-purge', 60_000, logger, () => ctx.repos.idempotency.purgeBefore(clock.now() - IDEMPOTENCY_TTL_MS, 10_000)));
-      refillAllPools().catch((err) => logger.error({ err }, 'address pool refill failed'));
+      firstRefill = refillAllPools().catch((err) => logger.error({ err }, 'address pool refill failed'));
     },
     async stop() {
       if (stopped) return;
@@ -167,7 +168,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
       await ctx.rates!.stop();
       await webhooks.stop();
       await chain?.stop();
-      await Promise.all(loops.map((l) => l.stop()));
+      await Promise.all([...loops.map((l) => l.stop()), firstRefill]);
       // Last: the loops above may still have had outcomes to commit.
       ctx.writes.useThread(null);
       await dbThread?.stop();

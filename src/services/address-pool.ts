@@ -1,6 +1,5 @@
 import { deriveReceiveAddresses } from '../bitcoin/derive.ts';
 import { parseWatchKey, type WatchKey } from '../bitcoin/extended-key.ts';
-import { inTransaction } from '../db/connection.ts';
 import type { PooledAddress } from '../db/address-pool.ts';
 import type { XpubRecord } from '../db/xpubs.ts';
 import type { Context } from './context.ts';
@@ -38,12 +37,14 @@ const REFILL_CHUNK = 100;
 /**
  * Tops the pool up to `target` addresses ahead of the next index. Derivation
  * runs outside any transaction, in chunks that yield to the event loop, so
- * requests keep flowing while it works.
+ * requests keep flowing while it works. The rows are written through the write
+ * queue: they share the next group commit instead of paying an fsync of their
+ * own, and another process's lock is waited for without stopping the loop.
  */
-export async function refillAddressPool(ctx: Context, xpubId: string, target = ctx.config.addressPoolSize): Promise<number> {
-  pruneUsedAddresses(ctx, xpubId);
+export async function refillAddressPool(ctx: Context, xpubId: string, target = ctx.config.addressPoolSize, stopping = () => false): Promise<number> {
+  await pruneUsedAddresses(ctx, xpubId);
   let added = 0;
-  for (;;) {
+  while (!stopping()) {
     const xpub = ctx.repos.xpubs.get(xpubId);
     if (!xpub || xpub.status !== 'active') return added;
     const highest = ctx.repos.addressPool.highestIndex(xpub.id);
@@ -51,20 +52,20 @@ export async function refillAddressPool(ctx: Context, xpubId: string, target = c
     const missing = xpub.nextIndex + target - from;
     if (missing <= 0) return added;
     const rows = deriveAddresses(ctx, xpub, from, Math.min(missing, REFILL_CHUNK));
-    inTransaction(ctx.db, () => {
+    await ctx.writes.run(() => {
       // Creation may have used some of these indexes while we derived.
-      const next = ctx.repos.xpubs.get(xpub.id)!.nextIndex;
+      const next = ctx.repos.xpubs.get(xpub.id)?.nextIndex ?? Infinity;
       ctx.repos.addressPool.insertMany(xpub.id, rows.filter((r) => r.index >= next));
     });
     added += rows.length;
-    await new Promise((r) => setImmediate(r));
   }
+  return added;
 }
 
 /** Deletes the pooled rows creation has handed out (below the xpub's next index). */
-export function pruneUsedAddresses(ctx: Context, xpubId: string): void {
+export async function pruneUsedAddresses(ctx: Context, xpubId: string): Promise<void> {
   const lowest = ctx.repos.addressPool.lowestIndex(xpubId);
   const xpub = ctx.repos.xpubs.get(xpubId);
   if (lowest === null || !xpub || lowest >= xpub.nextIndex) return;
-  inTransaction(ctx.db, () => ctx.repos.addressPool.deleteBelow(xpubId, xpub.nextIndex));
+  await ctx.writes.run(() => ctx.repos.addressPool.deleteBelow(xpubId, ctx.repos.xpubs.get(xpubId)?.nextIndex ?? xpub.nextIndex));
 }

@@ -3,6 +3,8 @@ import { test } from 'node:test';
 import { BIP32Factory } from 'bip32';
 import * as bitcoin from 'bitcoinjs-lib';
 import * as ecc from 'tiny-secp256k1';
+import Database from 'better-sqlite3';
+import { databasePath } from '../../../src/db/connection.ts';
 import { refillAddressPool } from '../../../src/services/address-pool.ts';
 import { testTpub } from '../../helpers/keys.ts';
 import { setupStore, startTestTill } from '../../helpers/till-server.ts';
@@ -40,4 +42,24 @@ test('addresses come in wallet order from the pool and from in-line derivation a
   assert.equal(await create(), walletAddress(tpub, 5));
   const all = ctx.db.prepare('SELECT address FROM invoices WHERE store_id = ?').pluck().all(store.storeId) as string[];
   assert.equal(new Set(all).size, 6, 'no address handed out twice');
+});
+
+test('a refill waits for another process\'s write lock without stopping the event loop, then writes', async (t) => {
+  const till = await startTestTill(t);
+  const store = setupStore(till, { label: 'locked' });
+  const { ctx } = till.rt;
+  const xpubId = ctx.repos.xpubs.findActive(store.storeId, 'test')!.id;
+  const other = new Database(databasePath(till.config.dataDir));
+  t.after(() => other.close());
+  other.exec('BEGIN IMMEDIATE');
+  let turns = 0;
+  const ticking = setInterval(() => turns++, 5);
+  t.after(() => clearInterval(ticking));
+  const refill = refillAddressPool(ctx, xpubId, 4);
+  await new Promise((r) => setTimeout(r, 200));
+  assert.ok(turns >= 15, `the event loop turned ${turns} times in 200 ms while the lock was held`);
+  assert.equal(ctx.db.prepare('SELECT count(*) FROM address_pool WHERE xpub_id = ?').pluck().get(xpubId), 0, 'nothing written yet');
+  other.exec('COMMIT');
+  assert.equal(await refill, 4);
+  assert.deepEqual(ctx.db.prepare('SELECT idx FROM address_pool WHERE xpub_id = ? ORDER BY idx').pluck().all(xpubId), [0, 1, 2, 3]);
 });
