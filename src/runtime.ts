@@ -68,12 +68,16 @@ export interface RuntimeOptions {
 }
 
 const RATE_KEY = 'usd_rate';
+// The server's page cache: the indexes a creation inserts into (the random
+// address index above all) stay in memory on a large database; it fills only
+// as pages are read (docs/DECISIONS.md).
+const SERVER_PAGE_CACHE_MIB = 32;
 
 export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtime {
   const clock = opts.clock ?? systemClock;
   const logger = opts.logger ?? createLogger(config.logLevel);
   const providers = parseRateSources(config.rates, { baseUrls: opts.rateBaseUrls });
-  const db = openDatabase(config.dataDir, { synchronous: config.synchronous, busyTimeoutMs: config.busyTimeoutMs });
+  const db = openDatabase(config.dataDir, { synchronous: config.synchronous, busyTimeoutMs: config.busyTimeoutMs, cacheMiB: SERVER_PAGE_CACHE_MIB });
   const ctx = createContext(db, clock, config);
   ctx.rates = new RateService({
     providers,

@@ -10,6 +10,8 @@ export interface OpenOptions {
   /** How long a writer waits for another connection's lock (ms). */
   busyTimeoutMs?: number;
   readonly?: boolean;
+  /** SQLite's page cache, at most (SQLite's default is 2 MiB). */
+  cacheMiB?: number;
 }
 
 export const DB_FILE = 'till.db';
@@ -32,6 +34,7 @@ export function openDatabase(dataDir: string, opts: OpenOptions = {}): Db {
     db.pragma('foreign_keys = ON');
     // Statement journals and sorts stay in memory instead of temp files.
     db.pragma('temp_store = MEMORY');
+    if (opts.cacheMiB) db.pragma(`cache_size = -${Math.round(opts.cacheMiB * 1024)}`);
     db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
     migrate(db);
   } catch (err) {
