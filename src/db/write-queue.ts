@@ -1,3 +1,4 @@
+import { ApiError } from '../domain/errors.ts';
 import type { Db } from './connection.ts';
 import type { DbThread } from './db-thread.ts';
 
@@ -153,6 +154,12 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
     const jobs = queue.splice(0, maxBatch);
     if (queue.length > 0) schedule();
     if (jobs.length === 0) return;
+    if (!db.open) {
+      // Queued as the server stopped: refused, rather than thrown from a timer.
+      const error = new ApiError('database_unavailable', 'the database is closed (Till is stopping); nothing was written, retry later');
+      jobs.forEach((job) => job.reject(error));
+      return;
+    }
     if (thread?.running && jobs.every((j) => j.statements)) return commitOffThread(jobs, thread);
     let outcomes: Outcome[];
     failIfLocked();

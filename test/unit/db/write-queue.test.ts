@@ -147,3 +147,14 @@ test('while another process holds the write lock, writes wait without blocking t
   assert.deepEqual(db.prepare('SELECT v FROM t ORDER BY v').pluck().all(), [1, 2]);
   assert.equal(db.pragma('busy_timeout', { simple: true }), 5000, "the connection's own busy timeout is left as it was");
 });
+
+test('a write queued as the database closes is refused, not thrown from a timer', async (t) => {
+  const dir = tempDir(t);
+  const db = new Database(join(dir, 'q.db'));
+  db.pragma('journal_mode = WAL');
+  db.exec('CREATE TABLE t (v INTEGER PRIMARY KEY)');
+  const queue = createWriteQueue(db);
+  const late = queue.run(() => db.prepare('INSERT INTO t (v) VALUES (1)').run().changes);
+  db.close();
+  await assert.rejects(late, (err: { code?: string }) => err.code === 'database_unavailable');
+});
