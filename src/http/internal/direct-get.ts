@@ -44,7 +44,7 @@ interface Route {
  * Request and Response wrappers and the middleware chain cost more than
  * these reads (docs/DECISIONS.md "Direct GETs"). The Node side answers the
  * requests of an event-loop turn together, once all of them are read (see
- * `answer`), and only with a 200 of a plain request; anything unusual
+ * `take`), and only with a 200 of a plain request; anything unusual
  * (another method, a path with characters URL parsing would rewrite, a
  * repeated header the route reads, a thrown error) goes on to h3, which
  * answers it in full, envelope and all.

@@ -88,8 +88,6 @@ export function registerInvoiceRoutes(app: H3, rt: Runtime, direct: DirectGets):
 
   defineRoute(app, '/v1/invoices/:id/cancel', {
     POST: async (event) => {
-      // Creations of a turn are handled together once its requests are read.
-      await readsDone();
       const caller = requireApiKey(event, ctx);
       return invoiceView(await cancelInvoice(ctx, caller, routeParam(event, 'id')), ctx.baseUrl);
     },
@@ -97,8 +95,6 @@ export function registerInvoiceRoutes(app: H3, rt: Runtime, direct: DirectGets):
 
   defineRoute(app, '/v1/invoices/:id/simulate', {
     POST: async (event) => {
-      // Creations of a turn are handled together once its requests are read.
-      await readsDone();
       const caller = requireApiKey(event, ctx);
       const { value } = await readJsonObject(event);
       const unknown = Object.keys(value).find((k) => k !== 'event');
