@@ -51,7 +51,6 @@ interface Route {
  */
 export class DirectGets {
   readonly #routes: Route[] = [];
-  #taken: Taken[] = [];
   readonly #log: RequestLog;
 
   constructor(log: RequestLog) {
@@ -107,44 +106,28 @@ export class DirectGets {
     for (const route of this.#routes) {
       if (!matchesSegments(route.segments, segments)) continue;
       const request = new NodeRequest(req, route.params, segments, queryAt < 0 ? '' : url.slice(queryAt + 1));
-      if (this.#taken.push({ route, request, res, app, path, started }) === 1) afterReads(this.#answerTaken);
+      afterReads(() => this.#answer(route, request, res, app, path, started));
       return true;
     }
     return false;
   }
 
-  readonly #answerTaken = (): void => {
-    const taken = this.#taken;
-    this.#taken = [];
-    for (const { route, request, res, app, path, started } of taken) {
-      let json: string | undefined;
-      try {
-        json = route.spec.answer(request);
-      } catch {
-        // Left to the app, which answers it in full.
-      }
-      if (json === undefined) {
-        app(request.node, res);
-        continue;
-      }
-      const requestId = randomUUID();
-      res.writeHead(200, [...route.rawHeaders, 'x-request-id', requestId, 'content-length', String(Buffer.byteLength(json))]);
-      res.end(json);
-      this.#log({ requestId, method: 'GET', path, status: 200, started, keyId: request.keyId });
+  #answer(route: Route, request: NodeRequest, res: ServerResponse, app: NodeListener, path: string, started: number): void {
+    let json: string | undefined;
+    try {
+      json = route.spec.answer(request);
+    } catch {
+      // Left to the app, which answers it in full.
     }
-  };
+    if (json === undefined) return app(request.node, res);
+    const requestId = randomUUID();
+    res.writeHead(200, [...route.rawHeaders, 'x-request-id', requestId, 'content-length', String(Buffer.byteLength(json))]);
+    res.end(json);
+    this.#log({ requestId, method: 'GET', path, status: 200, started, keyId: request.keyId });
+  }
 }
 
 type NodeListener = (req: IncomingMessage, res: ServerResponse) => void;
-
-interface Taken {
-  route: Route;
-  request: NodeRequest;
-  res: ServerResponse;
-  app: NodeListener;
-  path: string;
-  started: number;
-}
 
 const PLAIN_PATH = /^(\/[A-Za-z0-9_-]+)+$/;
 
