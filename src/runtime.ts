@@ -155,7 +155,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
       // Throws when another server runs on this data dir: nothing has started yet then.
       lease = acquireServerLease(ctx);
       const held = lease;
-      loops.push(startLoop('server-lease', LEASE_RENEW_MS, logger, () => held.renew()));
+      loops.push(startLoop('server-lease', LEASE_RENEW_MS, logger, () => ctx.writes.run(() => held.renew())));
       this.startDbThread();
       ctx.rates!.start();
       webhooks.start();
@@ -163,7 +163,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
       loops.push(startLoop('expiry', opts.expiryIntervalMs ?? 1000, logger, () => expireDueInvoices(ctx)));
       loops.push(startLoop('external-changes', 1000, logger, () => externalChanges.poll()));
       loops.push(startLoop('address-pool', 5000, logger, refillAllPools));
-      loops.push(startLoop('idempotency-purge', 60_000, logger, () => ctx.repos.idempotency.purgeBefore(clock.now() - IDEMPOTENCY_TTL_MS, 10_000)));
+      loops.push(startLoop('idempotency-purge', 60_000, logger, () => ctx.writes.run(() => ctx.repos.idempotency.purgeBefore(clock.now() - IDEMPOTENCY_TTL_MS, 10_000))));
       firstRefill = refillAllPools().catch((err) => logger.error({ err }, 'address pool refill failed'));
     },
     async stop() {

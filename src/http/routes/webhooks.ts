@@ -17,6 +17,9 @@ import { requireApiKey } from '../middleware/auth.ts';
 import { readJsonObject } from '../internal/body.ts';
 import { defineRoute, routeParam } from '../internal/route.ts';
 
+// Writes go through the write queue (each service's own transaction becomes a
+// savepoint in its group commit): another process's write lock is then waited
+// for without stopping the event loop, as for invoices.
 export function registerWebhookRoutes(app: H3, rt: Runtime): void {
   const { ctx } = rt;
 
@@ -36,7 +39,7 @@ export function registerWebhookRoutes(app: H3, rt: Runtime): void {
     POST: async (event) => {
       const storeId = ownStore(event);
       const { value } = await readJsonObject(event);
-      const { endpoint, secret } = createEndpoint(ctx, storeId, value);
+      const { endpoint, secret } = await ctx.writes.run(() => createEndpoint(ctx, storeId, value));
       event.res.status = 201;
       return { ...endpointView(endpoint), secret };
     },
@@ -47,21 +50,27 @@ export function registerWebhookRoutes(app: H3, rt: Runtime): void {
     POST: async (event) => {
       const storeId = ownStore(event);
       const { value } = await readJsonObject(event);
-      return endpointView(updateEndpoint(ctx, storeId, routeParam(event, 'wid'), value));
+      const wid = routeParam(event, 'wid');
+      return endpointView(await ctx.writes.run(() => updateEndpoint(ctx, storeId, wid, value)));
     },
-    DELETE: (event) => ({ ...endpointView(deleteEndpoint(ctx, ownStore(event), routeParam(event, 'wid'))), deleted: true }),
+    DELETE: async (event) => {
+      const [storeId, wid] = [ownStore(event), routeParam(event, 'wid')];
+      return { ...endpointView(await ctx.writes.run(() => deleteEndpoint(ctx, storeId, wid))), deleted: true };
+    },
   });
 
   defineRoute(app, '/v1/stores/:id/webhooks/:wid/rotate-secret', {
-    POST: (event) => {
-      const { endpoint, secret } = rotateEndpointSecret(ctx, ownStore(event), routeParam(event, 'wid'));
+    POST: async (event) => {
+      const [storeId, wid] = [ownStore(event), routeParam(event, 'wid')];
+      const { endpoint, secret } = await ctx.writes.run(() => rotateEndpointSecret(ctx, storeId, wid));
       return { ...endpointView(endpoint), secret };
     },
   });
 
   defineRoute(app, '/v1/stores/:id/webhooks/:wid/test', {
     POST: async (event) => {
-      const id = queueTestDelivery(ctx, ownStore(event), routeParam(event, 'wid'));
+      const [storeId, wid] = [ownStore(event), routeParam(event, 'wid')];
+      const id = await ctx.writes.run(() => queueTestDelivery(ctx, storeId, wid));
       // Answered after the first attempt, so the caller sees the receiver's response at once.
       await rt.webhooks.deliverNow(id);
       event.res.status = 201;
@@ -70,8 +79,9 @@ export function registerWebhookRoutes(app: H3, rt: Runtime): void {
   });
 
   defineRoute(app, '/v1/stores/:id/callback-secret/rotate', {
-    POST: (event) => {
-      const { secret, previousExpiresAt } = rotateCallbackSecret(ctx, ownStore(event));
+    POST: async (event) => {
+      const storeId = ownStore(event);
+      const { secret, previousExpiresAt } = await ctx.writes.run(() => rotateCallbackSecret(ctx, storeId));
       return { object: 'callback_secret', secret, previous_secret_expires_at: previousExpiresAt === null ? null : new Date(previousExpiresAt).toISOString() };
     },
   });

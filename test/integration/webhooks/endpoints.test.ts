@@ -1,6 +1,8 @@
+import Database from 'better-sqlite3';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { answer } from '../../fakes/webhook-receiver.ts';
+import { databasePath } from '../../../src/db/connection.ts';
 import { runTill } from '../../helpers/cli.ts';
 import { call, setupStore, TRANSPORTS } from '../../helpers/till-server.ts';
 import { createInvoice, deliveriesOf, startWebhookFixture } from './helpers.ts';
@@ -74,6 +76,35 @@ for (const transport of TRANSPORTS) {
         assert.equal(res.body.error.request_id, res.headers.get('x-request-id'));
       }
       assert.equal((f.till.rt.ctx.db.prepare('SELECT COUNT(*) n FROM webhook_endpoints').get() as { n: number }).n, 1, 'nothing was created by a bad request');
+    });
+
+    test("while another process holds the write lock, endpoint changes wait for it without stopping the event loop", async (t) => {
+      const f = await startWebhookFixture(t, { transport });
+      const other = new Database(databasePath(f.till.config.dataDir));
+      t.after(() => other.close());
+      other.exec('BEGIN IMMEDIATE');
+      let turns = 0;
+      const ticking = setInterval(() => turns++, 5);
+      t.after(() => clearInterval(ticking));
+      const base = `/v1/stores/${f.store.storeId}`;
+      const answers = Promise.all([
+        call(f.till, 'POST', `${base}/webhooks`, { key: f.store.key, body: { url: `${f.receiver.url}/second` } }),
+        call(f.till, 'POST', `${base}/webhooks/${f.endpointId}`, { key: f.store.key, body: { description: 'renamed' } }),
+        call(f.till, 'POST', `${base}/webhooks/${f.endpointId}/rotate-secret`, { key: f.store.key }),
+        call(f.till, 'POST', `${base}/callback-secret/rotate`, { key: f.store.key }),
+      ]);
+      await new Promise((r) => setTimeout(r, 200));
+      assert.ok(turns >= 15, `the event loop turned ${turns} times in 200 ms while the lock was held`);
+      assert.equal(f.till.rt.ctx.db.prepare('SELECT COUNT(*) FROM webhook_endpoints').pluck().get(), 1, 'nothing written yet');
+      other.exec('COMMIT');
+      const [created, renamed, rotated, callback] = await answers;
+      assert.equal(created.status, 201, created.text);
+      assert.equal(renamed.status, 200, renamed.text);
+      assert.equal(renamed.body.description, 'renamed');
+      assert.equal(rotated.status, 200, rotated.text);
+      assert.notEqual(rotated.body.secret, f.secret);
+      assert.equal(callback.status, 200, callback.text);
+      assert.equal(f.till.rt.ctx.db.prepare('SELECT COUNT(*) FROM webhook_endpoints WHERE deleted_at IS NULL').pluck().get(), 2);
     });
   });
 }
