@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 
@@ -32,6 +33,7 @@ export interface Config {
   allowPrivateCallbacks: boolean;
   maxStreamsPerClient: number;
   maxStreamsTotal: number;
+  trustedProxies: string;
 }
 
 type Parser<T> = (raw: unknown, where: string) => T;
@@ -106,6 +108,14 @@ function zmqEndpoint(raw: unknown, where: string): string {
   return s;
 }
 
+function ipList(raw: unknown, where: string): string {
+  const s = asString(raw, where);
+  const ips = s.split(',').map((ip) => ip.trim()).filter(Boolean);
+  const bad = ips.find((ip) => isIP(ip) === 0);
+  if (bad !== undefined) throw new ConfigError(`${where} must be IP addresses separated by commas (got "${bad}")`);
+  return ips.join(',');
+}
+
 function setting<K extends keyof Config>(s: Setting<K>): Setting<K> {
   return s;
 }
@@ -132,6 +142,7 @@ export const SETTINGS = [
   setting({ key: 'allowPrivateCallbacks', file: 'webhooks.allow_private', env: 'TILL_ALLOW_PRIVATE_CALLBACKS', flag: 'allow-private-callbacks', description: 'allow webhooks to loopback, link-local and private addresses', parse: boolean }),
   setting({ key: 'maxStreamsPerClient', file: 'max_streams_per_client', env: 'TILL_MAX_STREAMS_PER_CLIENT', flag: 'max-streams-per-client', description: 'checkout streams (SSE + WebSocket) one client address may hold open', parse: integer(1, 1_000_000) }),
   setting({ key: 'maxStreamsTotal', file: 'max_streams_total', env: 'TILL_MAX_STREAMS_TOTAL', flag: 'max-streams-total', description: 'checkout streams (SSE + WebSocket) open at once in total', parse: integer(1, 10_000_000) }),
+  setting({ key: 'trustedProxies', file: 'trusted_proxies', env: 'TILL_TRUSTED_PROXIES', flag: 'trusted-proxies', description: 'reverse proxies (IP addresses, comma-separated) whose X-Forwarded-For names the client; empty: none', parse: ipList }),
 ] as const;
 
 export const DEFAULTS: Omit<Config, 'dataDir'> & { dataDir: string } = {
@@ -156,6 +167,7 @@ export const DEFAULTS: Omit<Config, 'dataDir'> & { dataDir: string } = {
   allowPrivateCallbacks: false,
   maxStreamsPerClient: 20,
   maxStreamsTotal: 20_000,
+  trustedProxies: '127.0.0.1,::1',
 };
 
 /** What `npm start` (serve --demo) runs on: regtest, a fixed rate, no bitcoind, no internet needed. */

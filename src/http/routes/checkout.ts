@@ -4,6 +4,7 @@ import { isId } from '../../ids.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { DirectGets } from '../internal/direct-get.ts';
 import { InvoiceStreams, type OpenedStream } from '../internal/invoice-streams.ts';
+import { clientAddress, trustedProxySet } from '../internal/client-address.ts';
 import { defineRoute, routeParam } from '../internal/route.ts';
 import { SnapshotCache } from '../internal/snapshot-cache.ts';
 import { parseLastEventId, SSE_HEADERS, SseBody } from '../internal/sse.ts';
@@ -18,10 +19,6 @@ import { registerCheckoutPage } from './checkout-page.ts';
 /** How stale a polled snapshot may be when no published change evicted it. */
 const SNAPSHOT_CACHE = { ttlMs: 1000, max: 5000 };
 
-/** The address a stream counts against; requests made in-process have none. */
-function clientOf(event: H3Event): string {
-  return event.req.ip ?? 'in-process';
-}
 
 function notFound(id: string): ApiError {
   return new ApiError('not_found', `no invoice ${id.slice(0, 64)}`);
@@ -42,6 +39,10 @@ export function registerCheckoutRoutes(app: H3, rt: Runtime, direct: DirectGets)
   });
 
   const snapshots = new SnapshotCache(ctx.feed, ctx.clock, SNAPSHOT_CACHE);
+  const trustedProxies = trustedProxySet(ctx.config.trustedProxies);
+  /** The address a stream counts against; requests made in-process have none. */
+  const clientOf = (event: H3Event): string =>
+    clientAddress(event.req.ip, event.req.headers.get('x-forwarded-for'), trustedProxies) ?? 'in-process';
 
   app.use('/pay/**', publicCors());
 

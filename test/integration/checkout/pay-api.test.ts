@@ -489,6 +489,44 @@ describe('stream limits', () => {
     open.push(again);
     assert.equal(again.res.statusCode, 200);
   });
+
+  test('behind a trusted proxy each forwarded client has its own limit; another peer cannot name a client', async (t) => {
+    // 127.0.0.1 is trusted by default (a proxy on the same host); 127.0.0.2 is not.
+    const till = await startTestTill(t, { env: { TILL_MAX_STREAMS_PER_CLIENT: '1' } });
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store);
+    const events = `/pay/invoices/${inv.id}/events`;
+    const open: Array<{ destroy(): void }> = [];
+    t.after(() => open.forEach((o) => o.destroy()));
+    const viaProxy = (client: string) => rawRequest(portOf(till), events, '127.0.0.1', { 'x-forwarded-for': client });
+
+    for (const buyer of ['198.51.100.1', '198.51.100.2', '2001:db8::7']) {
+      const res = await viaProxy(buyer);
+      open.push(res);
+      assert.equal(res.res.statusCode, 200, `a stream for ${buyer} through the proxy`);
+    }
+    const again = await viaProxy('198.51.100.1');
+    assert.equal(again.res.statusCode, 503, 'the same buyer through the proxy is over its limit');
+    // What a buyer writes itself, left of the proxy's entry, does not make it someone else.
+    assert.equal((await viaProxy('203.0.113.9, 198.51.100.1')).res.statusCode, 503);
+
+    const direct = await rawRequest(portOf(till), events, '127.0.0.2', { 'x-forwarded-for': '198.51.100.50' });
+    open.push(direct);
+    assert.equal(direct.res.statusCode, 200);
+    const spoofed = await rawRequest(portOf(till), events, '127.0.0.2', { 'x-forwarded-for': '198.51.100.51' });
+    assert.equal(spoofed.res.statusCode, 503, 'an untrusted peer counts as itself, whatever it forwards');
+  });
+
+  test('with no trusted proxy, X-Forwarded-For is ignored', async (t) => {
+    const till = await startTestTill(t, { env: { TILL_MAX_STREAMS_PER_CLIENT: '1', TILL_TRUSTED_PROXIES: '' } });
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store);
+    const events = `/pay/invoices/${inv.id}/events`;
+    const first = await rawRequest(portOf(till), events, '127.0.0.1', { 'x-forwarded-for': '198.51.100.1' });
+    t.after(() => first.destroy());
+    assert.equal(first.res.statusCode, 200);
+    assert.equal((await rawRequest(portOf(till), events, '127.0.0.1', { 'x-forwarded-for': '198.51.100.2' })).res.statusCode, 503);
+  });
 });
 
 describe('changes made by another process', () => {

@@ -31,6 +31,13 @@ test('precedence: defaults < demo < till.toml < env < flags', (t) => {
   assert.equal(fromFlag.port, 9003);
 });
 
+test('trusted proxies: loopback by default, a list of addresses, or none', (t) => {
+  const dir = tempDir(t);
+  assert.equal(loadConfig({ env: { TILL_DATA_DIR: dir } }).trustedProxies, '127.0.0.1,::1');
+  assert.equal(loadConfig({ env: { TILL_DATA_DIR: dir, TILL_TRUSTED_PROXIES: ' 10.0.0.5 , 2001:db8::1 ' } }).trustedProxies, '10.0.0.5,2001:db8::1');
+  assert.equal(loadConfig({ env: { TILL_DATA_DIR: dir, TILL_TRUSTED_PROXIES: '' } }).trustedProxies, '');
+});
+
 test('a JSON config file works too', (t) => {
   const dir = tempDir(t);
   writeFileSync(join(dir, 'till.json'), JSON.stringify({ port: 9100, bitcoind: { rpc_password: 'pw' } }));
@@ -56,6 +63,8 @@ const invalid: Array<[string, Record<string, string>, RegExp]> = [
   ['bad public url', { TILL_PUBLIC_URL: 'ftp://x' }, /TILL_PUBLIC_URL must be an http\(s\) URL/],
   ['bad zmq endpoint', { TILL_ZMQ: 'ipc:///tmp/x' }, /TILL_ZMQ/],
   ['bad boolean', { TILL_ALLOW_PRIVATE_CALLBACKS: 'yes' }, /true or false/],
+  ['a trusted proxy that is not an IP address', { TILL_TRUSTED_PROXIES: '127.0.0.1,proxy.local' }, /TILL_TRUSTED_PROXIES must be IP addresses separated by commas \(got "proxy.local"\)/],
+  ['a trusted proxy with a port', { TILL_TRUSTED_PROXIES: '10.0.0.5:443' }, /TILL_TRUSTED_PROXIES/],
 ];
 for (const [name, env, message] of invalid) {
   test(`invalid: ${name}`, (t) => {

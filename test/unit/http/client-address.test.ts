@@ -1,0 +1,28 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { clientAddress, trustedProxySet } from '../../../src/http/internal/client-address.ts';
+
+const LOOPBACK = '127.0.0.1,::1';
+
+const fixtures: Array<{ description: string; peer: string | undefined; forwardedFor: string | null; trusted: string; client: string | undefined }> = [
+  { description: 'no proxy header: the peer', peer: '203.0.113.7', forwardedFor: null, trusted: LOOPBACK, client: '203.0.113.7' },
+  { description: 'an untrusted peer cannot name another client', peer: '203.0.113.7', forwardedFor: '198.51.100.1', trusted: LOOPBACK, client: '203.0.113.7' },
+  { description: 'a trusted proxy names the client', peer: '127.0.0.1', forwardedFor: '198.51.100.1', trusted: LOOPBACK, client: '198.51.100.1' },
+  { description: 'IPv4 in IPv6 form is the same peer', peer: '::ffff:127.0.0.1', forwardedFor: '198.51.100.1', trusted: LOOPBACK, client: '198.51.100.1' },
+  { description: 'IPv6 loopback peer', peer: '::1', forwardedFor: '2001:db8::1', trusted: LOOPBACK, client: '2001:db8::1' },
+  { description: 'what the client wrote left of the proxy\'s entry is ignored', peer: '127.0.0.1', forwardedFor: '10.9.9.9, 198.51.100.1', trusted: LOOPBACK, client: '198.51.100.1' },
+  { description: 'a chain of trusted proxies is walked from the right', peer: '127.0.0.1', forwardedFor: '198.51.100.1, 10.0.0.5', trusted: '127.0.0.1,10.0.0.5', client: '198.51.100.1' },
+  { description: 'a malformed entry ends the walk at the proxy that passed it', peer: '127.0.0.1', forwardedFor: 'spoofed, 10.0.0.5', trusted: '127.0.0.1,10.0.0.5', client: '10.0.0.5' },
+  { description: 'a malformed last entry leaves the peer', peer: '127.0.0.1', forwardedFor: '198.51.100.1:4711', trusted: LOOPBACK, client: '127.0.0.1' },
+  { description: 'an empty header leaves the peer', peer: '127.0.0.1', forwardedFor: '', trusted: LOOPBACK, client: '127.0.0.1' },
+  { description: 'every entry a trusted proxy: the left-most', peer: '127.0.0.1', forwardedFor: '::1', trusted: LOOPBACK, client: '::1' },
+  { description: 'nothing trusted: the peer even behind a proxy', peer: '127.0.0.1', forwardedFor: '198.51.100.1', trusted: '', client: '127.0.0.1' },
+  { description: 'IPv6 compared in lower case', peer: '2001:DB8::5', forwardedFor: '198.51.100.1', trusted: '2001:db8::5', client: '198.51.100.1' },
+  { description: 'no peer (in-process): none', peer: undefined, forwardedFor: '198.51.100.1', trusted: LOOPBACK, client: undefined },
+];
+
+for (const f of fixtures) {
+  test(`client address: ${f.description}`, () => {
+    assert.equal(clientAddress(f.peer, f.forwardedFor, trustedProxySet(f.trusted)), f.client);
+  });
+}
