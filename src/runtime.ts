@@ -2,6 +2,7 @@ import { systemClock, type Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import { startDbThread, type DbThread } from './db/db-thread.ts';
 import { openDatabase } from './db/connection.ts';
+import { openWalSync } from './db/wal-sync.ts';
 import { LATEST_SCHEMA_VERSION } from './db/migrate.ts';
 import { createLogger, type Logger } from './log.ts';
 import { parseRateSources } from './rates/provider.ts';
@@ -79,6 +80,10 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
   const providers = parseRateSources(config.rates, { baseUrls: opts.rateBaseUrls });
   const db = openDatabase(config.dataDir, { synchronous: config.synchronous, busyTimeoutMs: config.busyTimeoutMs, cacheMiB: SERVER_PAGE_CACHE_MIB });
   const ctx = createContext(db, clock, config);
+  // The group commits' fsync off the event loop (docs/DECISIONS.md); with
+  // synchronous=NORMAL configured there is no fsync to move.
+  const walSync = config.synchronous === 'FULL' ? openWalSync(db) : null;
+  void ctx.writes.useWalSync(walSync, (err) => logger.error({ err }, 'the WAL could not be made durable: no more writes are taken until Till is restarted'));
   ctx.rates = new RateService({
     providers,
     clock,
@@ -161,7 +166,8 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
       webhooks.start();
       chain?.start();
       loops.push(startLoop('expiry', opts.expiryIntervalMs ?? 1000, logger, () => expireDueInvoices(ctx)));
-      loops.push(startLoop('external-changes', 1000, logger, () => externalChanges.poll()));
+      // What it publishes reaches buyers: it reads once no commit waits for its fdatasync.
+      loops.push(startLoop('external-changes', 1000, logger, () => ctx.writes.durable()?.then(() => externalChanges.poll()) ?? externalChanges.poll()));
       loops.push(startLoop('address-pool', 5000, logger, refillAllPools));
       loops.push(startLoop('idempotency-purge', 60_000, logger, () => ctx.writes.run(() => ctx.repos.idempotency.purgeBefore(clock.now() - IDEMPOTENCY_TTL_MS, 10_000))));
       firstRefill = refillAllPools().catch((err) => logger.error({ err }, 'address pool refill failed'));
@@ -176,6 +182,8 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
       // Last: the loops above may still have had outcomes to commit.
       ctx.writes.useThread(null);
       await dbThread?.stop();
+      await ctx.writes.useWalSync(null);
+      walSync?.close();
       lease?.release();
       db.close();
       logger.flush();

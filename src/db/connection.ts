@@ -23,7 +23,8 @@ export function databasePath(dataDir: string): string {
 /**
  * Opens the data directory's database with Till's pragmas and brings its
  * schema up to date. WAL lets the CLI write while the server reads;
- * synchronous=FULL makes "the API said it exists" mean "it is on disk".
+ * synchronous=FULL makes "the API said it exists" mean "it is on disk" (the
+ * server's group commits get their fsync from a WalSync instead, off the loop).
  */
 export function openDatabase(dataDir: string, opts: OpenOptions = {}): Db {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });

@@ -1,6 +1,7 @@
 import { ApiError } from '../domain/errors.ts';
 import type { Db } from './connection.ts';
 import type { DbThread } from './db-thread.ts';
+import type { WalSync } from './wal-sync.ts';
 
 // Group commit. With synchronous=FULL every commit waits for an fsync, which
 // would cap creation at a few hundred per second. Writes queued in the same
@@ -19,6 +20,15 @@ import type { DbThread } from './db-thread.ts';
 // never overlap: while the thread commits a batch, later writes wait for its
 // answer, so this process never waits on its own write lock and writes commit
 // in the order they were queued.
+//
+// With a WalSync (the server's), the fsync leaves the event loop too: a batch
+// commits with synchronous=NORMAL and its writes settle once an fdatasync of
+// the WAL on the thread pool returns; the loop goes on reading requests
+// meanwhile, and the next batch commits after it. Until then the batch is
+// visible to this process's readers though not yet on disk, so whatever
+// leaves the process (answers, stream messages, webhooks) first waits for
+// durable() (docs/DECISIONS.md). At most one batch is ever waiting for its
+// fdatasync, so durable() covers every commit a reader could have seen.
 
 /** One SQL statement with its named parameters; `changes` is what running it reports. */
 export interface Statement {
@@ -97,6 +107,15 @@ export interface WriteQueue {
   runStatements(statements: Statement[], maxWaitMs?: number): Promise<number[]>;
   /** Lets batches of statements alone commit on `thread` (null: on this connection again). */
   useThread(thread: DbThread | null): void;
+  /**
+   * Commits batches with their fsync off the event loop, through `sync`
+   * (null: synchronous=FULL commits on the loop again, once the fdatasync in
+   * flight returned). `onFailure` hears of a failed fdatasync: from then on
+   * every write is refused, as nothing more can be promised durable.
+   */
+  useWalSync(sync: WalSync | null, onFailure?: (err: Error) => void): Promise<void>;
+  /** Null when every commit of this queue is on disk; else resolves once it is. */
+  durable(): Promise<void> | null;
 }
 
 export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
@@ -106,8 +125,14 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
   let thread: DbThread | null = null;
   /** A batch is being committed by the thread: nothing else commits until it answers. */
   let offThread = false;
-  /** A flush came while offThread: the answer flushes again. */
+  /** A flush came while a batch was off the loop (on the thread, or waiting for its fdatasync): its end flushes again. */
   let flushWaiting = false;
+  let walSync: WalSync | null = null;
+  let onSyncFailure: (err: Error) => void = () => {};
+  /** The last batch committed waits for its fdatasync: nothing else commits until it returns. */
+  let syncing: Promise<void> | null = null;
+  /** An fdatasync failed: what reached the disk is unknown, so no write is taken any more. */
+  let syncFailed: ApiError | null = null;
   const prepared = new Map<string, ReturnType<Db['prepare']>>();
   const lockWaitMs = Number(db.pragma('busy_timeout', { simple: true }));
   // Not prepared once: SQLite applies busy_timeout when the PRAGMA is
@@ -126,17 +151,39 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
     });
   }
 
+  /** A batch off the loop is done: the flushes that came meanwhile happen now. */
+  function flushIfWaiting(): void {
+    if (!flushWaiting) return;
+    flushWaiting = false;
+    schedule();
+  }
+
   function commitOffThread(jobs: Job[], on: DbThread): void {
     offThread = true;
     on.commit(jobs.map((j) => j.statements!))
       .then((outcomes) => settle(jobs, outcomes), (error) => jobs.forEach((job) => job.reject(error)))
       .finally(() => {
         offThread = false;
-        if (flushWaiting) {
-          flushWaiting = false;
-          schedule();
-        }
+        flushIfWaiting();
       });
+  }
+
+  /** Settles the committed batch once `sync` made it durable; settled in its callback, before any later batch commits. */
+  function settleWhenDurable(jobs: Job[], outcomes: Outcome[], sync: WalSync): void {
+    syncing = new Promise((resolve) => {
+      sync.sync((err) => {
+        syncing = null;
+        if (err) {
+          syncFailed = new ApiError('database_unavailable', `the disk failed to make a write durable (${err.message}); it may or may not be saved. Till takes no more writes until it is restarted: check the disk.`);
+          jobs.forEach((job) => job.reject(syncFailed));
+          onSyncFailure(err);
+        } else {
+          settle(jobs, outcomes);
+        }
+        resolve();
+        flushIfWaiting();
+      });
+    });
   }
 
   function flush(): void {
@@ -147,22 +194,26 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
     }
     // Waiting for another process's lock: its retry flushes everything queued.
     if (lockRetry) return;
-    if (offThread) {
+    if (offThread || syncing) {
       flushWaiting = true;
       return;
     }
     const jobs = queue.splice(0, maxBatch);
     if (queue.length > 0) schedule();
     if (jobs.length === 0) return;
-    if (!db.open) {
-      // Queued as the server stopped: refused, rather than thrown from a timer.
-      const error = new ApiError('database_unavailable', 'the database is closed (Till is stopping); nothing was written, retry later');
+    if (!db.open || syncFailed) {
+      // Queued as the server stopped (refused, rather than thrown from a timer), or after a failed fdatasync.
+      const error = syncFailed ?? new ApiError('database_unavailable', 'the database is closed (Till is stopping); nothing was written, retry later');
       jobs.forEach((job) => job.reject(error));
       return;
     }
     if (thread?.running && jobs.every((j) => j.statements)) return commitOffThread(jobs, thread);
+    const sync = walSync;
     let outcomes: Outcome[];
     failIfLocked();
+    // Only this queue's batches skip SQLite's fsync: other writes on the connection keep its setting.
+    const synchronous = sync ? Number(db.pragma('synchronous', { simple: true })) : null;
+    if (sync) db.pragma('synchronous = NORMAL');
     try {
       outcomes = commitJobs(db, jobs, (job) => (job.fn ? job.fn() : runStatementsOn(db, prepared, job.statements!)));
     } catch (error) {
@@ -172,9 +223,11 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
       return;
     } finally {
       waitForLock();
+      if (synchronous !== null) db.pragma(`synchronous = ${synchronous}`);
     }
     lockRetryMs = 0;
-    settle(jobs, outcomes);
+    if (sync) settleWhenDurable(jobs, outcomes, sync);
+    else settle(jobs, outcomes);
   }
 
   /** The batch's BEGIN found the lock taken: nothing was written. Its writes wait, up to the busy timeout each. */
@@ -217,6 +270,14 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
     },
     useThread(t: DbThread | null): void {
       thread = t;
+    },
+    async useWalSync(sync: WalSync | null, onFailure?: (err: Error) => void): Promise<void> {
+      walSync = sync;
+      if (onFailure) onSyncFailure = onFailure;
+      while (syncing) await syncing;
+    },
+    durable(): Promise<void> | null {
+      return syncing;
     },
   };
 }

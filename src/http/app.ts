@@ -16,8 +16,10 @@ export function createApp(rt: Runtime): H3 {
   // with not_found, and unknown paths with the 404 below.
   const app = new H3({ silent: true, allowMalformedURL: true });
   const log = createRequestLog(rt.logger);
-  const direct = createDirectGets(app, log);
-  app.use(requestContext(rt.logger, log));
+  // Nothing read from a commit still waiting for its fdatasync is answered before it returns.
+  const durable = () => rt.ctx.writes.durable();
+  const direct = createDirectGets(app, log, durable);
+  app.use(requestContext(rt.logger, log, durable));
   registerHealthRoutes(app, rt);
   registerOpenApiRoute(app);
   registerInvoiceRoutes(app, rt, direct);

@@ -235,6 +235,9 @@ export class DeliveryWorker {
   /** `sealed` is null when the endpoint was disabled or deleted after the event: nothing is sent then. */
   async #send(d: DueDelivery, sealed: SealedSecrets | null): Promise<{ startedAt: number; result: SendResult }> {
     const ctx = this.#ctx;
+    // The delivery may come from a commit still waiting for its fdatasync: nothing leaves before it is on disk.
+    const pending = ctx.writes.durable();
+    if (pending) await pending;
     const startedAt = ctx.clock.now();
     let result: SendResult;
     if (!sealed) {

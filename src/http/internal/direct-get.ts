@@ -52,9 +52,12 @@ interface Route {
 export class DirectGets {
   readonly #routes: Route[] = [];
   readonly #log: RequestLog;
+  readonly #durable: () => Promise<void> | null;
 
-  constructor(log: RequestLog) {
+  /** `durable`: the write queue's, answers wait for it (docs/DECISIONS.md). */
+  constructor(log: RequestLog, durable: () => Promise<void> | null) {
     this.#log = log;
+    this.#durable = durable;
   }
 
   /** Registers a direct GET and returns its h3 handler, for defineRoute. */
@@ -90,7 +93,8 @@ export class DirectGets {
    * Takes a Node request if one of the routes matches it (false leaves it to
    * the app) and answers it once this turn's requests are all read: then one
    * look at whether another process committed serves every request taken, each
-   * arrived before that look (docs/DECISIONS.md). A route that cannot answer
+   * arrived before that look (docs/DECISIONS.md). While a commit waits for
+   * its fdatasync, the reads wait for it too. A route that cannot answer
    * hands the request to `app` then.
    */
   take(req: IncomingMessage, res: ServerResponse, app: NodeListener): boolean {
@@ -106,7 +110,11 @@ export class DirectGets {
     for (const route of this.#routes) {
       if (!matchesSegments(route.segments, segments)) continue;
       const request = new NodeRequest(req, route.params, segments, queryAt < 0 ? '' : url.slice(queryAt + 1));
-      afterReads(() => this.#answer(route, request, res, app, path, started));
+      afterReads(() => {
+        const durable = this.#durable();
+        if (durable) void durable.then(() => this.#answer(route, request, res, app, path, started));
+        else this.#answer(route, request, res, app, path, started);
+      });
       return true;
     }
     return false;
@@ -187,8 +195,8 @@ function isRepeated(rawHeaders: readonly string[], lowerName: string): boolean {
 const registered = new WeakMap<H3, DirectGets>();
 
 /** The direct GETs of an app, which its routes register into. */
-export function createDirectGets(app: H3, log: RequestLog): DirectGets {
-  const direct = new DirectGets(log);
+export function createDirectGets(app: H3, log: RequestLog, durable: () => Promise<void> | null): DirectGets {
+  const direct = new DirectGets(log, durable);
   registered.set(app, direct);
   return direct;
 }

@@ -45,9 +45,10 @@ export function createRequestLog(logger: Logger): RequestLog {
 /**
  * Gives every request an id (X-Request-Id and error.request_id are the same
  * UUID), turns every thrown error into the spec's envelope, and writes the
- * request's log line.
+ * request's log line. An answer waits for `durable` (the write queue's): what
+ * it read may come from a commit whose fdatasync has not returned yet.
  */
-export function requestContext(logger: Logger, log: RequestLog): Middleware {
+export function requestContext(logger: Logger, log: RequestLog, durable: () => Promise<void> | null): Middleware {
   return async (event, next) => {
     const started = performance.now();
     const requestId = randomUUID();
@@ -57,6 +58,8 @@ export function requestContext(logger: Logger, log: RequestLog): Middleware {
     try {
       const result = await next();
       status = result instanceof Response ? result.status : (event.res.status ?? 200);
+      const pending = durable();
+      if (pending) await pending;
       return result;
     } catch (err) {
       const apiError = toApiError(err);
@@ -66,6 +69,8 @@ export function requestContext(logger: Logger, log: RequestLog): Middleware {
       status = apiError.status;
       const headers: Record<string, string> = {};
       event.res.headers.forEach((v, k) => (headers[k] = v));
+      const pending = durable();
+      if (pending) await pending;
       return errorResponse(apiError, requestId, headers);
     } finally {
       log({ requestId, method: event.req.method, path: event.url.pathname, status, started, keyId: event.context.apiKeyId });

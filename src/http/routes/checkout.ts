@@ -88,24 +88,34 @@ export function registerCheckoutRoutes(app: H3, rt: Runtime, direct: DirectGets)
       // Refused before the upgrade, as an HTTP 503 with Retry-After.
       streams.limiter.assertRoom(client);
       let stream: OpenedStream | null = null;
+      let gone = false;
+      const openStream = (peer: Parameters<typeof wsSink>[0]) => {
+        if (gone) return;
+        try {
+          stream = isId('inv', id) ? streams.open(id, client, wsSink(peer)) : null;
+        } catch (err) {
+          // Other upgrades took the last slots since the check above.
+          if (err instanceof ApiError && err.code === 'stream_limit_reached') {
+            peer.close(WS_CLOSE.tryAgainLater.code, WS_CLOSE.tryAgainLater.reason);
+            return;
+          }
+          throw err;
+        }
+        if (!stream) peer.close(WS_CLOSE.notFound.code, WS_CLOSE.notFound.reason);
+      };
       return {
         open(peer) {
-          try {
-            stream = isId('inv', id) ? streams.open(id, client, wsSink(peer)) : null;
-          } catch (err) {
-            // Other upgrades took the last slots since the check above.
-            if (err instanceof ApiError && err.code === 'stream_limit_reached') {
-              peer.close(WS_CLOSE.tryAgainLater.code, WS_CLOSE.tryAgainLater.reason);
-              return;
-            }
-            throw err;
-          }
-          if (!stream) peer.close(WS_CLOSE.notFound.code, WS_CLOSE.notFound.reason);
+          // The first snapshot is read and sent here, after the HTTP answer: like an answer, it waits for a commit's fdatasync.
+          const durable = ctx.writes.durable();
+          if (durable) void durable.then(() => openStream(peer));
+          else openStream(peer);
         },
         close() {
+          gone = true;
           stream?.close();
         },
         error() {
+          gone = true;
           stream?.close();
         },
       };

@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import { startDbThread } from '../../../src/db/db-thread.ts';
 import { createWriteQueue } from '../../../src/db/write-queue.ts';
 import { join } from 'node:path';
+import { heldSync } from '../../helpers/held-sync.ts';
 import { tempDir } from '../../helpers/temp.ts';
 
 function setup(t: Parameters<typeof tempDir>[0]) {
@@ -157,4 +158,70 @@ test('a write queued as the database closes is refused, not thrown from a timer'
   const late = queue.run(() => db.prepare('INSERT INTO t (v) VALUES (1)').run().changes);
   db.close();
   await assert.rejects(late, (err: { code?: string }) => err.code === 'database_unavailable');
+});
+
+const turn = () => new Promise((r) => setImmediate(r));
+
+test('with a WalSync, a batch commits without SQLite\'s fsync and settles only once the fdatasync returned; the next batch commits after it', async (t) => {
+  const { db, queue, rows } = setup(t);
+  db.pragma('synchronous = FULL');
+  const held = heldSync();
+  await queue.useWalSync(held.sync);
+  const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+  let settled = false;
+  const first = queue.run(() => insert.run(1).changes).then((v) => ((settled = true), v));
+  await turn();
+  assert.deepEqual(rows(), [1], 'committed: visible to this connection');
+  assert.equal(held.requested, 1);
+  assert.equal(settled, false, 'not settled before the fdatasync returned');
+  assert.equal(db.pragma('synchronous', { simple: true }), 2, 'the connection is FULL again for writes outside the queue');
+  const durable = queue.durable();
+  assert.ok(durable, 'readers are told to wait');
+
+  const second = queue.run(() => insert.run(2).changes);
+  await turn();
+  assert.deepEqual(rows(), [1], 'the next batch waits for the fdatasync in flight');
+
+  held.finish();
+  assert.equal(await first, 1);
+  await durable;
+  await turn();
+  assert.deepEqual(rows(), [1, 2]);
+  assert.equal(held.requested, 1, 'the second batch waits for its own fdatasync');
+  held.finish();
+  assert.equal(await second, 1);
+  assert.equal(queue.durable(), null, 'nothing waits for the disk');
+});
+
+test('a failed fdatasync refuses its batch and every later write, and is reported once', async (t) => {
+  const { db, queue } = setup(t);
+  const held = heldSync();
+  const failures: Error[] = [];
+  await queue.useWalSync(held.sync, (err) => failures.push(err));
+  const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+  const first = queue.run(() => insert.run(1));
+  await turn();
+  held.finish(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
+  await assert.rejects(first, (err: Error & { code?: string }) => err.code === 'database_unavailable' && /may or may not be saved/.test(err.message));
+  await assert.rejects(queue.run(() => insert.run(2)), (err: Error & { code?: string }) => err.code === 'database_unavailable');
+  assert.equal(held.requested, 0, 'no later batch was committed');
+  assert.equal(failures.length, 1);
+});
+
+test('detaching the WalSync waits for the fdatasync in flight; later batches commit with SQLite\'s fsync again', async (t) => {
+  const { db, queue, rows } = setup(t);
+  const held = heldSync();
+  await queue.useWalSync(held.sync);
+  const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+  const first = queue.run(() => insert.run(1));
+  await turn();
+  let detached = false;
+  const detach = queue.useWalSync(null).then(() => (detached = true));
+  await turn();
+  assert.equal(detached, false);
+  held.finish();
+  await Promise.all([first, detach]);
+  await queue.run(() => insert.run(2));
+  assert.equal(held.requested, 0);
+  assert.deepEqual(rows(), [1, 2]);
 });

@@ -1,0 +1,53 @@
+import { closeSync, fdatasync, fstatSync, openSync, statSync } from 'node:fs';
+import type { Db } from './connection.ts';
+
+/** Makes what was written to a database's WAL durable, off the event loop. */
+export interface WalSync {
+  /** fdatasync of the WAL file on libuv's thread pool; `done` gets its error, if any. */
+  sync(done: (err: Error | null) => void): void;
+  /** Closes the descriptor; call once no sync is in flight. */
+  close(): void;
+}
+
+/**
+ * The WAL of `db`, synced through a read-only descriptor of our own: an
+ * fsync applies to the file, whichever descriptor wrote to it. SQLite takes
+ * no POSIX locks on the -wal file (only on the database and -shm files), so
+ * opening and closing one here cannot drop SQLite's locks. The descriptor is
+ * opened at the first sync (the WAL exists once a commit wrote to it) and
+ * opened again if the file was replaced. Null where there is no WAL file.
+ */
+export function openWalSync(db: Db): WalSync | null {
+  if (db.memory || db.name === '' || String(db.pragma('journal_mode', { simple: true })).toLowerCase() !== 'wal') return null;
+  const path = `${db.name}-wal`;
+  let fd: number | null = null;
+
+  function descriptor(): number {
+    if (fd !== null) {
+      const open = fstatSync(fd);
+      const named = statSync(path, { throwIfNoEntry: false });
+      if (named && named.ino === open.ino && named.dev === open.dev) return fd;
+      closeSync(fd);
+      fd = null;
+    }
+    fd = openSync(path, 'r');
+    return fd;
+  }
+
+  return {
+    sync(done) {
+      let f: number;
+      try {
+        f = descriptor();
+      } catch (err) {
+        done(err as Error);
+        return;
+      }
+      fdatasync(f, (err) => done(err));
+    },
+    close() {
+      if (fd !== null) closeSync(fd);
+      fd = null;
+    },
+  };
+}

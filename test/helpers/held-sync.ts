@@ -1,0 +1,40 @@
+import type { WalSync } from '../../src/db/wal-sync.ts';
+
+/** How long an fdatasync may be held: a test that fails before returning it must still be able to stop its Till. */
+const HOLD_AT_MOST_MS = 5000;
+
+/** A WalSync whose fdatasync returns when the test says so, in order (or, failing, after 5 s). */
+export function heldSync() {
+  const waiting: Array<(err: Error | null) => void> = [];
+  const sync: WalSync = {
+    sync(done) {
+      const timer = setTimeout(() => finishOne(new Error('held too long by the test')), HOLD_AT_MOST_MS);
+      waiting.push((err) => {
+        clearTimeout(timer);
+        done(err);
+      });
+    },
+    close() {},
+  };
+  function finishOne(err: Error | null): void {
+    const done = waiting.shift();
+    if (!done) throw new Error('no fdatasync is waiting');
+    done(err);
+  }
+  return {
+    sync,
+    /** fdatasyncs asked for and not returned yet. */
+    get requested(): number {
+      return waiting.length;
+    },
+    /** Returns the oldest fdatasync asked for, with `err` if given. */
+    finish(err: Error | null = null): void {
+      finishOne(err);
+    },
+    /** Resolves once an fdatasync is waiting (at most ~2 s). */
+    async untilRequested(): Promise<void> {
+      for (let i = 0; i < 400 && waiting.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
+      if (waiting.length === 0) throw new Error('no fdatasync was asked for');
+    },
+  };
+}

@@ -1,0 +1,119 @@
+// A commit is seen outside the process only once it is on disk: answers,
+// stream messages and webhooks wait while its fdatasync runs off the event
+// loop. The runtime's WalSync is swapped for one whose fdatasync returns when
+// the test says so.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { heldSync } from '../../helpers/held-sync.ts';
+import { call, setupStore, startTestTill, TRANSPORTS } from '../../helpers/till-server.ts';
+import { openEvents, within } from '../checkout/checkout-helpers.ts';
+import { startWebhookFixture } from '../webhooks/helpers.ts';
+import { assertInvoice, postInvoice } from './invoice-api.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+for (const transport of TRANSPORTS) {
+  describe(`durable before seen (${transport})`, () => {
+    test('a change whose fdatasync has not returned is answered to nobody, neither its caller nor a reader', async (t) => {
+      const till = await startTestTill(t, { transport });
+      const s = setupStore(till);
+      const inv = assertInvoice(await postInvoice(till, s.key, { amount_sats: 1000 }));
+      const held = heldSync();
+      await till.rt.ctx.writes.useWalSync(held.sync);
+      const answered: string[] = [];
+      const cancel = call(till, 'POST', `/v1/invoices/${inv.id}/cancel`, { key: s.key }).then((r) => (answered.push('cancel'), r));
+      await held.untilRequested();
+      assert.equal(till.rt.ctx.db.prepare('SELECT status FROM invoices WHERE id = ?').pluck().get(inv.id), 'cancelled', 'committed, not yet durable');
+      const reads = [
+        call(till, 'GET', `/v1/invoices/${inv.id}`, { key: s.key }),
+        call(till, 'GET', '/v1/invoices', { key: s.key }),
+        call(till, 'GET', `/pay/invoices/${inv.id}`),
+        call(till, 'POST', `/v1/invoices/${inv.id}/cancel`, { key: s.key }),
+      ].map((p, i) => p.then((r) => (answered.push(`read ${i}`), r)));
+      await sleep(100);
+      assert.deepEqual(answered, [], 'nothing answered before the fdatasync returned');
+
+      held.finish();
+      const detached = till.rt.ctx.writes.useWalSync(null);
+      const [cancelled, byId, list, snapshot, again] = await Promise.all([cancel, ...reads]);
+      await detached;
+      assert.equal(assertInvoice(cancelled, 200).status, 'cancelled');
+      assert.equal(byId!.body.status, 'cancelled');
+      assert.equal(list!.body.data[0].status, 'cancelled');
+      assert.equal(snapshot!.body.status, 'cancelled');
+      assert.equal(again!.status, 409, 'the second cancel saw the first');
+    });
+
+    test('a creation is answered once its fdatasync returned, without waiting for the next batch\'s', async (t) => {
+      const till = await startTestTill(t, { transport });
+      const s = setupStore(till);
+      const held = heldSync();
+      await till.rt.ctx.writes.useWalSync(held.sync);
+      let answered = false;
+      const first = postInvoice(till, s.key, { amount_sats: 1000 }).then((r) => ((answered = true), r));
+      await held.untilRequested();
+      await sleep(50);
+      assert.equal(answered, false);
+      held.finish();
+      // The next batch commits as soon as the first is durable; the first's answer does not wait for it.
+      const second = postInvoice(till, s.key, { amount_sats: 2000 });
+      assertInvoice(await first);
+      await held.untilRequested();
+      held.finish();
+      const detached = till.rt.ctx.writes.useWalSync(null);
+      assert.equal(assertInvoice(await second).amount_sats, 2000);
+      await detached;
+    });
+  });
+}
+
+describe('durable before streamed (socket)', () => {
+  test('a checkout stream opened while a change waits for its fdatasync starts with that change once it returned', async (t) => {
+    const till = await startTestTill(t);
+    const s = setupStore(till);
+    const inv = assertInvoice(await postInvoice(till, s.key, { amount_sats: 1000 }));
+    const held = heldSync();
+    await till.rt.ctx.writes.useWalSync(held.sync);
+    const cancel = call(till, 'POST', `/v1/invoices/${inv.id}/cancel`, { key: s.key });
+    await held.untilRequested();
+    let sseOpen = false;
+    const sse = openEvents(till, t, inv.id).then((o) => ((sseOpen = true), o));
+    const ws = new WebSocket(`${till.url.replace(/^http/, 'ws')}/pay/invoices/${inv.id}/stream`);
+    t.after(() => ws.close());
+    const wsFirst = new Promise<any>((resolve) => ws.addEventListener('message', (e) => resolve(JSON.parse(String(e.data))), { once: true }));
+    let wsMessage = false;
+    void wsFirst.then(() => (wsMessage = true));
+    await sleep(100);
+    assert.equal(sseOpen, false, 'the SSE answer waits');
+    assert.equal(wsMessage, false, 'the WebSocket sends nothing yet');
+
+    held.finish();
+    const detached = till.rt.ctx.writes.useWalSync(null);
+    await cancel;
+    const { reader } = await sse;
+    assert.equal((await reader.nextJson()).data.status, 'cancelled');
+    assert.equal((await within(3000, 'the first WebSocket message', wsFirst)).data.status, 'cancelled');
+    await detached;
+  });
+});
+
+describe('durable before sent', () => {
+  test('a webhook for a commit whose fdatasync has not returned waits for it', async (t) => {
+    const f = await startWebhookFixture(t);
+    const held = heldSync();
+    await f.till.rt.ctx.writes.useWalSync(held.sync);
+    const created = call(f.till, 'POST', '/v1/invoices', { key: f.store.key, body: { amount_sats: 1000 } });
+    await held.untilRequested();
+    // The worker finds the committed delivery and starts it.
+    const run = f.till.rt.webhooks.runOnce();
+    await sleep(100);
+    assert.equal(f.receiver.requests.length, 0, 'nothing sent before the fdatasync returned');
+    held.finish();
+    const detached = f.till.rt.ctx.writes.useWalSync(null);
+    assert.equal((await created).status, 201);
+    assert.equal(await run, 1);
+    await detached;
+    assert.equal(f.receiver.requests.length, 1);
+    assert.equal(JSON.parse(f.receiver.requests[0]!.body).event_type, 'invoice.created');
+  });
+});
