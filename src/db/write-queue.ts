@@ -128,6 +128,8 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
   /** A flush came while a batch was off the loop (on the thread, or waiting for its fdatasync): its end flushes again. */
   let flushWaiting = false;
   let walSync: WalSync | null = null;
+  /** The connection's own synchronous setting, which everything but the queue's batches keeps (read when a WalSync is attached). */
+  let synchronous = 2;
   let onSyncFailure: (err: Error) => void = () => {};
   /** The last batch committed waits for its fdatasync: nothing else commits until it returns. */
   let syncing: Promise<void> | null = null;
@@ -212,7 +214,6 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
     let outcomes: Outcome[];
     failIfLocked();
     // Only this queue's batches skip SQLite's fsync: other writes on the connection keep its setting.
-    const synchronous = sync ? Number(db.pragma('synchronous', { simple: true })) : null;
     if (sync) db.pragma('synchronous = NORMAL');
     try {
       outcomes = commitJobs(db, jobs, (job) => (job.fn ? job.fn() : runStatementsOn(db, prepared, job.statements!)));
@@ -223,7 +224,7 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
       return;
     } finally {
       waitForLock();
-      if (synchronous !== null) db.pragma(`synchronous = ${synchronous}`);
+      if (sync) db.pragma(`synchronous = ${synchronous}`);
     }
     lockRetryMs = 0;
     if (sync) settleWhenDurable(jobs, outcomes, sync);
@@ -272,6 +273,7 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
       thread = t;
     },
     async useWalSync(sync: WalSync | null, onFailure?: (err: Error) => void): Promise<void> {
+      if (sync && !walSync) synchronous = Number(db.pragma('synchronous', { simple: true }));
       walSync = sync;
       if (onFailure) onSyncFailure = onFailure;
       while (syncing) await syncing;
