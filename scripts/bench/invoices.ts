@@ -261,14 +261,14 @@ export async function runInvoicesBench(): Promise<BenchRow[]> {
       },
     ];
     const commits =
-      'each creation costs ~150-180 µs of the one event loop, ~60 % of it the write path: the invoice row and its seven B-trees, the invoice.created event and its delivery rows, and the group commit (~2-3 WAL pages per creation with 64 stores, each page two write calls; the fsync waits off the loop; each store has its own insertion point in the list indexes, and the unique address index is a random-page insert); the rest is HTTP, the API key check, validation, the response and the log line. The in-process row is the write path alone (docs/PERFORMANCE.md).';
+      'each creation costs ~130-160 µs of the one event loop, ~60 % of it the write path: the invoice row and its seven B-trees, the invoice.created event and its delivery rows, and the group commit (~2-3 WAL pages per creation with 64 stores, each page two write calls; the fsync waits off the loop; each store has its own insertion point in the list indexes, and the unique address index is a random-page insert); the rest is HTTP, the API key check, validation, the response and the log line. The in-process row is the write path alone (docs/PERFORMANCE.md).';
     const belowCeiling = (target: number) =>
       echoRun.requestsPerSec < target ? `the bare echo on this machine only does ${Math.round(echoRun.requestsPerSec)} req/s, so no handler on this stack can reach it here; besides, ` : '';
     const getCost = (target: number) =>
       `${nodeGet.requestsPerSec < target ? `Node's own HTTP server did ${Math.round(nodeGet.requestsPerSec)} GETs/s in this run. ` : ''}`;
     const why: Record<string, string> = {
       'invoice creation, POST /v1/invoices': belowCeiling(CREATE_TARGET) + commits,
-      'invoice creation p99': `at ${CONNECTIONS} connections and ${Math.round(create.requestsPerSec)} creations/s, the mean wait alone (Little's law) is ${round((CONNECTIONS / create.requestsPerSec) * 1000, 1)} ms; ≤ 10 ms at this concurrency needs more than ${Math.round((CONNECTIONS / 10) * 1000)} creations/s.`,
+      'invoice creation p99': `at ${CONNECTIONS} connections and ${Math.round(create.requestsPerSec)} creations/s, the mean wait alone (Little's law) is ${round((CONNECTIONS / create.requestsPerSec) * 1000, 1)} ms; ≤ 10 ms at this concurrency needs more than ${Math.round((CONNECTIONS / 10) * 1000)} creations/s. The tail is the disk's: about 1-2 % of group commits wait 16-40 ms for their fdatasync on this VM, and every connection waits behind one (docs/PERFORMANCE.md).`,
       'creation / echo': 'of the same causes as invoice creation (see its note).',
       'GET /v1/invoices/:id': `${getCost(20_000)}Beyond Node's own request and response, an answer costs the API key check (a SHA-256, and one read of the WAL-index header a turn for other processes' commits) and the log line.`,
       'GET /v1/invoices?limit=20': `${getCost(10_000)}The page comes from the page cache; what is left is the API key check, the log line and sending ~20 KB an answer.`,
