@@ -167,7 +167,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
       chain?.start();
       loops.push(startLoop('expiry', opts.expiryIntervalMs ?? 1000, logger, () => expireDueInvoices(ctx)));
       // What it publishes reaches buyers: it reads once no commit waits for its fdatasync.
-      loops.push(startLoop('external-changes', 1000, logger, () => ctx.writes.durable()?.then(() => externalChanges.poll()) ?? externalChanges.poll()));
+      loops.push(startLoop('external-changes', 1000, logger, () => ctx.writes.whenDurable(() => externalChanges.poll())));
       loops.push(startLoop('address-pool', 5000, logger, refillAllPools));
       loops.push(startLoop('idempotency-purge', 60_000, logger, () => ctx.writes.run(() => ctx.repos.idempotency.purgeBefore(clock.now() - IDEMPOTENCY_TTL_MS, 10_000))));
       firstRefill = refillAllPools().catch((err) => logger.error({ err }, 'address pool refill failed'));

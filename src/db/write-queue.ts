@@ -116,6 +116,11 @@ export interface WriteQueue {
   useWalSync(sync: WalSync | null, onFailure?: (err: Error) => void): Promise<void>;
   /** Null when every commit of this queue is on disk; else resolves once it is. */
   durable(): Promise<void> | null;
+  /**
+   * Runs `read` now if every commit is on disk, else once the fdatasync in
+   * flight returned, before any later batch commits: what it reads is on disk.
+   */
+  whenDurable<T>(read: () => T): T | Promise<T>;
 }
 
 export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
@@ -280,6 +285,9 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
     },
     durable(): Promise<void> | null {
       return syncing;
+    },
+    whenDurable<T>(read: () => T): T | Promise<T> {
+      return syncing ? syncing.then(read) : read();
     },
   };
 }

@@ -17,9 +17,9 @@ export function createApp(rt: Runtime): H3 {
   const app = new H3({ silent: true, allowMalformedURL: true });
   const log = createRequestLog(rt.logger);
   // Nothing read from a commit still waiting for its fdatasync is answered before it returns.
-  const durable = () => rt.ctx.writes.durable();
-  const direct = createDirectGets(app, log, durable);
-  app.use(requestContext(rt.logger, log, durable));
+  const { writes } = rt.ctx;
+  const direct = createDirectGets(app, log, (read) => writes.whenDurable(read));
+  app.use(requestContext(rt.logger, log, () => writes.durable()));
   registerHealthRoutes(app, rt);
   registerOpenApiRoute(app);
   registerInvoiceRoutes(app, rt, direct);

@@ -52,12 +52,12 @@ interface Route {
 export class DirectGets {
   readonly #routes: Route[] = [];
   readonly #log: RequestLog;
-  readonly #durable: () => Promise<void> | null;
+  readonly #whenDurable: (read: () => void) => void;
 
-  /** `durable`: the write queue's, answers wait for it (docs/DECISIONS.md). */
-  constructor(log: RequestLog, durable: () => Promise<void> | null) {
+  /** `whenDurable`: the write queue's; answers are read and sent through it (docs/DECISIONS.md). */
+  constructor(log: RequestLog, whenDurable: (read: () => void) => void) {
     this.#log = log;
-    this.#durable = durable;
+    this.#whenDurable = whenDurable;
   }
 
   /** Registers a direct GET and returns its h3 handler, for defineRoute. */
@@ -110,11 +110,7 @@ export class DirectGets {
     for (const route of this.#routes) {
       if (!matchesSegments(route.segments, segments)) continue;
       const request = new NodeRequest(req, route.params, segments, queryAt < 0 ? '' : url.slice(queryAt + 1));
-      afterReads(() => {
-        const durable = this.#durable();
-        if (durable) void durable.then(() => this.#answer(route, request, res, app, path, started));
-        else this.#answer(route, request, res, app, path, started);
-      });
+      afterReads(() => this.#whenDurable(() => this.#answer(route, request, res, app, path, started)));
       return true;
     }
     return false;
@@ -195,8 +191,8 @@ function isRepeated(rawHeaders: readonly string[], lowerName: string): boolean {
 const registered = new WeakMap<H3, DirectGets>();
 
 /** The direct GETs of an app, which its routes register into. */
-export function createDirectGets(app: H3, log: RequestLog, durable: () => Promise<void> | null): DirectGets {
-  const direct = new DirectGets(log, durable);
+export function createDirectGets(app: H3, log: RequestLog, whenDurable: (read: () => void) => void): DirectGets {
+  const direct = new DirectGets(log, whenDurable);
   registered.set(app, direct);
   return direct;
 }

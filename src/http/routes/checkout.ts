@@ -19,7 +19,6 @@ import { registerCheckoutPage } from './checkout-page.ts';
 /** How stale a polled snapshot may be when no published change evicted it. */
 const SNAPSHOT_CACHE = { ttlMs: 1000, max: 5000 };
 
-
 function notFound(id: string): ApiError {
   return new ApiError('not_found', `no invoice ${id.slice(0, 64)}`);
 }
@@ -106,9 +105,7 @@ export function registerCheckoutRoutes(app: H3, rt: Runtime, direct: DirectGets)
       return {
         open(peer) {
           // The first snapshot is read and sent here, after the HTTP answer: like an answer, it waits for a commit's fdatasync.
-          const durable = ctx.writes.durable();
-          if (durable) void durable.then(() => openStream(peer));
-          else openStream(peer);
+          return ctx.writes.whenDurable(() => openStream(peer));
         },
         close() {
           gone = true;
