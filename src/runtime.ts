@@ -26,6 +26,8 @@ export interface HealthReport {
   schema_version: number;
   uptime_seconds: number;
   rates: { status: 'ok' | 'unavailable'; usd_per_btc: string | null; source: string | null; fetched_at: string | null };
+  /** `failed` once the disk failed to make a write durable: writes are refused until a restart. */
+  database: { status: 'ok' | 'failed'; error: string | null };
   chain: ChainHealth | { status: 'disabled' };
 }
 
@@ -83,7 +85,11 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
   // The group commits' fsync off the event loop (docs/DECISIONS.md); with
   // synchronous=NORMAL configured there is no fsync to move.
   const walSync = config.synchronous === 'FULL' ? openWalSync(db) : null;
-  void ctx.writes.useWalSync(walSync, (err) => logger.error({ err }, 'the WAL could not be made durable: no more writes are taken until Till is restarted'));
+  let durabilityError: string | null = null;
+  void ctx.writes.useWalSync(walSync, (err) => {
+    durabilityError = err.message;
+    logger.error({ err }, 'the WAL could not be made durable: no more writes are taken until Till is restarted');
+  });
   ctx.rates = new RateService({
     providers,
     clock,
@@ -142,12 +148,13 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
       const rates = rateHealth();
       const chainHealth = chain?.health() ?? { status: 'disabled' as const };
       return {
-        status: chainHealth.status === 'synced' || chainHealth.status === 'disabled' ? 'ok' : 'degraded',
+        status: (chainHealth.status === 'synced' || chainHealth.status === 'disabled') && durabilityError === null ? 'ok' : 'degraded',
         version: VERSION,
         network: config.network,
         schema_version: LATEST_SCHEMA_VERSION,
         uptime_seconds: Math.floor((clock.now() - startedAt) / 1000),
         rates,
+        database: { status: durabilityError === null ? 'ok' : 'failed', error: durabilityError },
         chain: chainHealth,
       };
     },

@@ -97,6 +97,30 @@ describe('durable before streamed (socket)', () => {
   });
 });
 
+describe('a failed fdatasync (socket)', () => {
+  test('refuses its batch and every later write with 503 database_unavailable, and /healthz says so', async (t) => {
+    const till = await startTestTill(t);
+    const s = setupStore(till);
+    assert.deepEqual((await call(till, 'GET', '/healthz')).body.database, { status: 'ok', error: null });
+    const held = heldSync();
+    await till.rt.ctx.writes.useWalSync(held.sync);
+    const first = postInvoice(till, s.key, { amount_sats: 1000 });
+    await held.untilRequested();
+    held.finish(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
+    const refused = await first;
+    assert.equal(refused.status, 503);
+    assert.equal(refused.body.error.code, 'database_unavailable');
+    assert.match(refused.body.error.message, /may or may not be saved/);
+    assert.equal((await postInvoice(till, s.key, { amount_sats: 1000 })).status, 503, 'later writes are refused too');
+    assert.equal(held.requested, 0, 'nothing more was committed');
+    const health = await call(till, 'GET', '/healthz');
+    assert.equal(health.status, 503);
+    assert.equal(health.body.status, 'degraded');
+    assert.deepEqual(health.body.database, { status: 'failed', error: 'EIO: i/o error, fdatasync' });
+    assert.equal((await call(till, 'GET', '/v1/invoices', { key: s.key })).status, 200, 'reads go on');
+  });
+});
+
 describe('durable before sent', () => {
   test('a webhook for a commit whose fdatasync has not returned waits for it', async (t) => {
     const f = await startWebhookFixture(t);
