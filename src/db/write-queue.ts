@@ -109,8 +109,8 @@ export interface WriteQueue {
   useThread(thread: DbThread | null): void;
   /**
    * Commits batches with their fsync off the event loop, through `sync`
-   * (null: synchronous=FULL commits on the loop again, once the fdatasync in
-   * flight returned). `onFailure` hears of a failed fdatasync: from then on
+   * (null: with SQLite's own fsync on the loop again; resolves once the
+   * fdatasync in flight returned). `onFailure` hears of a failed fdatasync: from then on
    * every write is refused, as nothing more can be promised durable.
    */
   useWalSync(sync: WalSync | null, onFailure?: (err: Error) => void): Promise<void>;
