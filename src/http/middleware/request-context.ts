@@ -58,8 +58,6 @@ export function requestContext(logger: Logger, log: RequestLog, durable: () => P
     try {
       const result = await next();
       status = result instanceof Response ? result.status : (event.res.status ?? 200);
-      const pending = durable();
-      if (pending) await pending;
       return result;
     } catch (err) {
       const apiError = toApiError(err);
@@ -69,10 +67,11 @@ export function requestContext(logger: Logger, log: RequestLog, durable: () => P
       status = apiError.status;
       const headers: Record<string, string> = {};
       event.res.headers.forEach((v, k) => (headers[k] = v));
-      const pending = durable();
-      if (pending) await pending;
       return errorResponse(apiError, requestId, headers);
     } finally {
+      // The answer, whichever it is, goes out only after this wait.
+      const pending = durable();
+      if (pending) await pending;
       log({ requestId, method: event.req.method, path: event.url.pathname, status, started, keyId: event.context.apiKeyId });
     }
   };
