@@ -31,6 +31,11 @@ export function registerWebhookRoutes(app: H3, rt: Runtime): void {
     return id;
   }
 
+  /** The endpoint in the path, of the API key's own store. Read before a write is queued: a refusal then costs no batch. */
+  function ownEndpoint(event: H3Event): { storeId: string; wid: string } {
+    return { storeId: ownStore(event), wid: routeParam(event, 'wid') };
+  }
+
   defineRoute(app, '/v1/stores/:id/webhooks', {
     GET: (event) => {
       const storeId = ownStore(event);
@@ -46,7 +51,10 @@ export function registerWebhookRoutes(app: H3, rt: Runtime): void {
   });
 
   defineRoute(app, '/v1/stores/:id/webhooks/:wid', {
-    GET: (event) => endpointView(getEndpoint(ctx, ownStore(event), routeParam(event, 'wid'))),
+    GET: (event) => {
+      const { storeId, wid } = ownEndpoint(event);
+      return endpointView(getEndpoint(ctx, storeId, wid));
+    },
     POST: async (event) => {
       const storeId = ownStore(event);
       const { value } = await readJsonObject(event);
@@ -54,14 +62,14 @@ export function registerWebhookRoutes(app: H3, rt: Runtime): void {
       return endpointView(await ctx.writes.run(() => updateEndpoint(ctx, storeId, wid, value)));
     },
     DELETE: async (event) => {
-      const [storeId, wid] = [ownStore(event), routeParam(event, 'wid')];
+      const { storeId, wid } = ownEndpoint(event);
       return { ...endpointView(await ctx.writes.run(() => deleteEndpoint(ctx, storeId, wid))), deleted: true };
     },
   });
 
   defineRoute(app, '/v1/stores/:id/webhooks/:wid/rotate-secret', {
     POST: async (event) => {
-      const [storeId, wid] = [ownStore(event), routeParam(event, 'wid')];
+      const { storeId, wid } = ownEndpoint(event);
       const { endpoint, secret } = await ctx.writes.run(() => rotateEndpointSecret(ctx, storeId, wid));
       return { ...endpointView(endpoint), secret };
     },
@@ -69,7 +77,7 @@ export function registerWebhookRoutes(app: H3, rt: Runtime): void {
 
   defineRoute(app, '/v1/stores/:id/webhooks/:wid/test', {
     POST: async (event) => {
-      const [storeId, wid] = [ownStore(event), routeParam(event, 'wid')];
+      const { storeId, wid } = ownEndpoint(event);
       const id = await ctx.writes.run(() => queueTestDelivery(ctx, storeId, wid));
       // Answered after the first attempt, so the caller sees the receiver's response at once.
       await rt.webhooks.deliverNow(id);
