@@ -12,7 +12,7 @@ export function normalizeIp(address: string): string {
 
 /** The `trusted_proxies` setting (comma-separated addresses, validated by the config) as a set. */
 export function trustedProxySet(setting: string): ReadonlySet<string> {
-  return new Set(setting.split(',').map((s) => s.trim()).filter(Boolean).map(normalizeIp));
+  return new Set(setting.split(',').filter(Boolean).map(normalizeIp));
 }
 
 /**
