@@ -6,6 +6,7 @@ export const WS_CLOSE = {
   final: { code: 1000, reason: 'invoice final' },
   tryAgainLater: { code: 1013, reason: 'stream limit reached' },
   notFound: { code: 4404, reason: 'invoice not found' },
+  internalError: { code: 1011, reason: 'internal error' },
 } as const;
 
 /** Bytes a client may leave unsent in its buffer before it is dropped as stuck. */

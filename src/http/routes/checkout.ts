@@ -103,9 +103,15 @@ export function registerCheckoutRoutes(app: H3, rt: Runtime, direct: DirectGets)
         if (!stream) peer.close(WS_CLOSE.notFound.code, WS_CLOSE.notFound.reason);
       };
       return {
-        open(peer) {
+        async open(peer) {
           // The first snapshot is read and sent here, after the HTTP answer: like an answer, it waits for a commit's fdatasync.
-          return ctx.writes.whenDurable(() => openStream(peer));
+          try {
+            await ctx.writes.whenDurable(() => openStream(peer));
+          } catch (err) {
+            // crossws leaves a failed hook unhandled, which would end the process.
+            rt.logger.error({ err, invoice_id: id.slice(0, 64) }, 'checkout stream failed to open');
+            peer.close(WS_CLOSE.internalError.code, WS_CLOSE.internalError.reason);
+          }
         },
         close() {
           gone = true;

@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { connect, type Socket } from 'node:net';
+import { Writable } from 'node:stream';
 import { setImmediate } from 'node:timers/promises';
 import { describe, test, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
 import { databasePath } from '../../../src/db/connection.ts';
 import { createApp } from '../../../src/http/app.ts';
 import { listen } from '../../../src/http/server.ts';
+import { createLogger } from '../../../src/log.ts';
 import { expireDueInvoices } from '../../../src/services/invoices.ts';
 import { updateStore } from '../../../src/services/stores.ts';
 import { call, setupStore, startTestTill, TRANSPORTS, type TestTill } from '../../helpers/till-server.ts';
@@ -340,6 +342,29 @@ describe('WebSocket /pay/invoices/:id/stream', () => {
       assert.deepEqual(await within(2000, 'close', sock.closed), { code: 4404, reason: 'invoice not found' });
     });
   }
+
+  test('a snapshot that cannot be read closes the socket 1011 and logs why; the server goes on', async (t) => {
+    const lines: any[] = [];
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(...String(chunk).trim().split('\n').map((l) => JSON.parse(l)));
+        done();
+      },
+    });
+    const till = await startTestTill(t, { logger: createLogger('info', sink) });
+    // Another process breaks the schema under the running server: every read of an invoice fails.
+    const other = new Database(databasePath(till.config.dataDir));
+    other.exec('ALTER TABLE invoices RENAME TO invoices_moved');
+    other.close();
+    const sock = openSocket(t, wsUrl(till, `/pay/invoices/${MISSING_ID}/stream`));
+    await within(2000, 'open', sock.opened);
+    assert.deepEqual(await within(2000, 'close', sock.closed), { code: 1011, reason: 'internal error' });
+    const logged = lines.find((l) => l.msg === 'checkout stream failed to open');
+    assert.ok(logged, JSON.stringify(lines));
+    assert.equal(logged.level, 50);
+    assert.match(logged.err.message, /no such table: invoices/);
+    assert.equal((await till.request('/healthz')).status, 200);
+  });
 
   test('a client that goes away unsubscribes', async (t) => {
     const till = await startTestTill(t);
