@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { Writable } from 'node:stream';
 import { describe, test, type TestContext } from 'node:test';
 import { directGetsOf } from '../../../src/http/internal/direct-get.ts';
-import { createLogger } from '../../../src/log.ts';
+import { capturedLogger } from '../../helpers/captured-log.ts';
 import { setupStore, startTestTill, type TestStore, type TestTill } from '../../helpers/till-server.ts';
 import { postInvoice } from '../invoices/invoice-api.ts';
 
@@ -64,14 +63,8 @@ function withoutRequestId(a: RawAnswer): RawAnswer {
 }
 
 async function startWithLog(t: TestContext): Promise<{ till: TestTill; lines: Record<string, unknown>[]; store: TestStore; invoiceId: string }> {
-  const lines: Record<string, unknown>[] = [];
-  const sink = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of String(chunk).split('\n')) if (line) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  const till = await startTestTill(t, { logger: createLogger('info', sink) });
+  const { logger, lines } = capturedLogger();
+  const till = await startTestTill(t, { logger });
   const store = setupStore(till);
   const invoiceId = (await postInvoice(till, store.key, { amount_sats: 5000 })).body.id;
   return { till, lines, store, invoiceId };

@@ -1,16 +1,15 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { Writable } from 'node:stream';
 import { setImmediate } from 'node:timers/promises';
 import { describe, test, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
 import { databasePath } from '../../../src/db/connection.ts';
 import { createApp } from '../../../src/http/app.ts';
 import { listen } from '../../../src/http/server.ts';
-import { createLogger } from '../../../src/log.ts';
 import { expireDueInvoices } from '../../../src/services/invoices.ts';
 import { updateStore } from '../../../src/services/stores.ts';
+import { capturedLogger } from '../../helpers/captured-log.ts';
 import { call, setupStore, startTestTill, TRANSPORTS, type TestTill } from '../../helpers/till-server.ts';
 import { createInvoice, openEvents, simulate, waitFor, within } from './checkout-helpers.ts';
 
@@ -344,14 +343,8 @@ describe('WebSocket /pay/invoices/:id/stream', () => {
   }
 
   test('a snapshot that cannot be read closes the socket 1011 and logs why; the server goes on', async (t) => {
-    const lines: any[] = [];
-    const sink = new Writable({
-      write(chunk, _enc, done) {
-        lines.push(...String(chunk).trim().split('\n').map((l) => JSON.parse(l)));
-        done();
-      },
-    });
-    const till = await startTestTill(t, { logger: createLogger('info', sink) });
+    const { logger, lines } = capturedLogger();
+    const till = await startTestTill(t, { logger });
     // Another process breaks the schema under the running server: every read of an invoice fails.
     const other = new Database(databasePath(till.config.dataDir));
     other.exec('ALTER TABLE invoices RENAME TO invoices_moved');
