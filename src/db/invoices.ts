@@ -1,5 +1,5 @@
 import type { Db } from './connection.ts';
-import type { Invoice, InvoiceStatus, Payment } from '../domain/invoice.ts';
+import { INVOICE_STATUSES, type Invoice, type InvoiceStatus, type Payment } from '../domain/invoice.ts';
 import { watchUntil } from '../domain/invoice-state.ts';
 
 interface InvoiceRow {
@@ -115,6 +115,26 @@ export interface ListQuery {
   createdLte?: number;
 }
 
+/**
+ * The SQL of a list page of this shape, its values as named parameters
+ * (@storeId, @livemode, @limit and those of the filters given): ids only,
+ * newest first, or oldest first for ending_before alone. One index serves
+ * every shape, (store, mode, status, id): without a status filter SQLite
+ * merges one range of it per status in id order and stops at the limit;
+ * without a created_* filter the index covers the query.
+ */
+export function listInvoicesSql(q: ListQuery): string {
+  const where = ['store_id = @storeId', 'livemode = @livemode'];
+  if (q.createdGte !== undefined) where.push('created_at >= @createdGte');
+  if (q.createdLte !== undefined) where.push('created_at <= @createdLte');
+  if (q.startingAfter) where.push('id < @startingAfter');
+  if (q.endingBefore) where.push('id > @endingBefore');
+  const reverse = Boolean(q.endingBefore) && !q.startingAfter;
+  const ofStatus = (status: string) => `SELECT id FROM invoices WHERE ${[...where, `status = ${status}`].join(' AND ')}`;
+  const statuses = q.status ? [ofStatus('@status')] : INVOICE_STATUSES.map((s) => ofStatus(`'${s}'`));
+  return `${statuses.join(' UNION ALL ')} ORDER BY id ${reverse ? 'ASC' : 'DESC'} LIMIT @limit`;
+}
+
 export type InvoicesRepo = ReturnType<typeof createInvoicesRepo>;
 
 export function createInvoicesRepo(db: Db) {
@@ -202,15 +222,8 @@ export function createInvoicesRepo(db: Db) {
   const byIds = db.prepare<[string], InvoiceRow>('SELECT rowid, * FROM invoices WHERE id IN (SELECT value FROM json_each(?))');
 
   const listCache = new Map<string, ReturnType<typeof db.prepare<unknown[], string>>>();
-  function listStatement(q: ListQuery, reverse: boolean) {
-    const where = ['store_id = ?', 'livemode = ?'];
-    if (q.status) where.push('status = ?');
-    if (q.createdGte !== undefined) where.push('created_at >= ?');
-    if (q.createdLte !== undefined) where.push('created_at <= ?');
-    if (q.startingAfter) where.push('id < ?');
-    if (q.endingBefore) where.push('id > ?');
-    // Ids only: without a created_* filter the list indexes cover the query.
-    const sql = `SELECT id FROM invoices WHERE ${where.join(' AND ')} ORDER BY id ${reverse ? 'ASC' : 'DESC'} LIMIT ?`;
+  function listStatement(q: ListQuery) {
+    const sql = listInvoicesSql(q);
     let stmt = listCache.get(sql);
     if (!stmt) {
       stmt = db.prepare<unknown[], string>(sql).pluck();
@@ -289,15 +302,13 @@ export function createInvoicesRepo(db: Db) {
     },
     /** Ids of a list page (limit + 1 of them, to tell whether there are more), newest first or, for ending_before, oldest first. */
     listIds(q: ListQuery): string[] {
-      const reverse = Boolean(q.endingBefore) && !q.startingAfter;
-      const params: unknown[] = [q.storeId, q.livemode ? 1 : 0];
-      if (q.status) params.push(q.status);
-      if (q.createdGte !== undefined) params.push(q.createdGte);
-      if (q.createdLte !== undefined) params.push(q.createdLte);
-      if (q.startingAfter) params.push(q.startingAfter);
-      if (q.endingBefore) params.push(q.endingBefore);
-      params.push(q.limit + 1);
-      return listStatement(q, reverse).all(...params);
+      const params: Record<string, unknown> = { storeId: q.storeId, livemode: q.livemode ? 1 : 0, limit: q.limit + 1 };
+      if (q.status) params.status = q.status;
+      if (q.createdGte !== undefined) params.createdGte = q.createdGte;
+      if (q.createdLte !== undefined) params.createdLte = q.createdLte;
+      if (q.startingAfter) params.startingAfter = q.startingAfter;
+      if (q.endingBefore) params.endingBefore = q.endingBefore;
+      return listStatement(q).all(params);
     },
     /** Pending invoices whose time is up; live ones only when includeLive. */
     duePending(now: number, limit: number, includeLive: boolean): StoredInvoice[] {

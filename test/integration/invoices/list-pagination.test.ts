@@ -54,37 +54,47 @@ describe('list pagination over 250 invoices (socket)', () => {
     for (const inv of created) createdAt.set(inv.id, Date.parse(inv.created_at));
   });
 
+  /** Every invoice by starting_after cursors, newest first, checking each page's has_more. */
+  async function walkForward(limit: number): Promise<{ seen: string[]; pages: number }> {
+    const seen: string[] = [];
+    let query = `limit=${limit}`;
+    let pages = 0;
+    for (let n = 0; n < TOTAL; n++) {
+      const p = await page(query);
+      pages++;
+      assert.ok(p.data.length <= limit);
+      seen.push(...p.data.map((inv) => inv.id));
+      assert.equal(p.has_more, seen.length < TOTAL, `has_more after ${seen.length}`);
+      if (!p.has_more) break;
+      query = `limit=${limit}&starting_after=${p.data.at(-1)!.id}`;
+    }
+    return { seen, pages };
+  }
+
+  /** Every invoice newer than the oldest by ending_before cursors, put back newest first. */
+  async function walkBack(limit: number): Promise<string[]> {
+    const seen: string[] = [];
+    let cursor = newestFirst.at(-1)!;
+    for (let n = 0; n < TOTAL; n++) {
+      const p = await page(`limit=${limit}&ending_before=${cursor}`);
+      // Each page is itself newest first, and holds the invoices just newer than the cursor.
+      seen.unshift(...p.data.map((inv) => inv.id));
+      assert.equal(p.has_more, seen.length < TOTAL - 1, `has_more after ${seen.length}`);
+      if (!p.has_more) break;
+      cursor = p.data[0]!.id;
+    }
+    return seen;
+  }
+
   for (const limit of [20, 100]) {
     test(`starting_after walks all 250 exactly once, newest first, pages of ${limit}`, async () => {
-      const seen: string[] = [];
-      let query = `limit=${limit}`;
-      let pages = 0;
-      for (let n = 0; n < TOTAL; n++) {
-        const p = await page(query);
-        pages++;
-        assert.ok(p.data.length <= limit);
-        seen.push(...p.data.map((inv) => inv.id));
-        assert.equal(p.has_more, seen.length < TOTAL, `has_more after ${seen.length}`);
-        if (!p.has_more) break;
-        query = `limit=${limit}&starting_after=${p.data.at(-1)!.id}`;
-      }
+      const { seen, pages } = await walkForward(limit);
       assert.deepEqual(seen, newestFirst);
       assert.equal(pages, Math.ceil(TOTAL / limit));
     });
 
     test(`ending_before walks back from the oldest to the newest, pages of ${limit}`, async () => {
-      const oldest = newestFirst.at(-1)!;
-      const seen: string[] = [];
-      let cursor = oldest;
-      for (let n = 0; n < TOTAL; n++) {
-        const p = await page(`limit=${limit}&ending_before=${cursor}`);
-        // Each page is itself newest first, and holds the invoices just newer than the cursor.
-        seen.unshift(...p.data.map((inv) => inv.id));
-        assert.equal(p.has_more, seen.length < TOTAL - 1, `has_more after ${seen.length}`);
-        if (!p.has_more) break;
-        cursor = p.data[0]!.id;
-      }
-      assert.deepEqual(seen, newestFirst.slice(0, -1));
+      assert.deepEqual(await walkBack(limit), newestFirst.slice(0, -1));
     });
   }
 
@@ -150,6 +160,22 @@ describe('list pagination over 250 invoices (socket)', () => {
     const pending = await page('status=pending&limit=100');
     assert.equal(pending.has_more, true);
     assert.ok(pending.data.every((i) => i.status === 'pending' && !cancelled.includes(i.id) && !paid.includes(i.id)));
+  });
+
+  test('with statuses mixed all through, both walks still return every invoice once, in order', async () => {
+    // One index per status serves the unfiltered list: its pages merge them.
+    for (const [i, id] of newestFirst.entries()) {
+      const current = (await call(till(), 'GET', `/v1/invoices/${id}`, { key })).body.status;
+      if (current !== 'pending') continue;
+      if (i % 7 === 3) assert.equal((await call(till(), 'POST', `/v1/invoices/${id}/cancel`, { key })).status, 200);
+      else if (i % 5 === 1) assert.equal((await call(till(), 'POST', `/v1/invoices/${id}/simulate`, { key, body: { event: 'paid' } })).status, 200);
+    }
+    const statuses = new Set((await page('limit=100')).data.map((i) => i.status));
+    assert.deepEqual([...statuses].sort(), ['cancelled', 'paid', 'pending']);
+    for (const limit of [7, 20]) {
+      assert.deepEqual((await walkForward(limit)).seen, newestFirst);
+      assert.deepEqual(await walkBack(limit), newestFirst.slice(0, -1));
+    }
   });
 });
 
