@@ -292,7 +292,7 @@ export async function runChainBench(): Promise<BenchRow[]> {
       [`block of ${BLOCK_TXS.toLocaleString('en-US')} txs, ${BLOCK_PAYMENTS} payments`]:
         'besides its own 100 payments, every block re-evaluates the invoices with payments in the last 7 blocks (a version bump where only confirmation counts moved), and the commit waits for its fsync (docs/PERFORMANCE.md).',
       'watch set rebuild at start':
-        'iterateWatched reads (watch_until, script) from a covering index and unhex()es in SQLite; what remains is ~2 µs an address of row stepping and table inserts (docs/PERFORMANCE.md).',
+        'iterateWatched reads (watch_until, script hex) from a covering index and the set fingerprints the hex (no Buffer a row); what remains is row stepping and table inserts (docs/PERFORMANCE.md).',
     };
     return rows.map((row) => (why[row.name] ? explainMiss(row, why[row.name]!) : row));
   } finally {

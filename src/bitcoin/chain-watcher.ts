@@ -119,8 +119,7 @@ export class ChainWatcher {
 
   #watchInvoice(inv: StoredInvoice): void {
     if (!this.#watch) return;
-    const script = Buffer.from(inv.scriptHex, 'hex');
-    this.#watch.add(script, inv.rowid);
+    this.#watch.add(inv.scriptHex, inv.rowid);
   }
 
   #buildWatchSet(): void {
@@ -132,7 +131,7 @@ export class ChainWatcher {
   #pruneWatchSet(): void {
     const now = this.#ctx.clock.now();
     for (const { rowid, scriptHex } of this.#ctx.repos.invoices.listUnwatchedBetween(this.#lastPrune, now)) {
-      this.#watch!.delete(Buffer.from(scriptHex, 'hex'), rowid);
+      this.#watch!.delete(scriptHex, rowid);
     }
     this.#lastPrune = now;
   }

@@ -11,14 +11,29 @@ const EMPTY = 0;
 const TOMBSTONE = -1;
 const MAX_LOAD = 0.5;
 
+/** A script's bytes, or its hex as stored (hex skips a Buffer per script when a million are read at start). */
+export type ScriptLike = Uint8Array | string;
+
+const STANDARD_LENGTHS = new Set([22, 23, 25, 34]);
+const HEX_WORD = /^[0-9a-fA-F]{8}$/;
+
 /** Standard scripts whose program is a hash or key: p2pkh, p2sh, p2wpkh, p2wsh, p2tr. */
-export function scriptFingerprint(script: Uint8Array): [number, number] | null {
-  const n = script.length;
-  if (n !== 22 && n !== 23 && n !== 25 && n !== 34) return null;
+export function scriptFingerprint(script: ScriptLike): [number, number] | null {
+  if (typeof script === 'string') return hexFingerprint(script);
+  if (!STANDARD_LENGTHS.has(script.length)) return null;
   // Bytes 3..10 lie inside the 20- or 32-byte payload of each of these forms.
   const hi = ((script[3]! << 24) | (script[4]! << 16) | (script[5]! << 8) | script[6]!) >>> 0;
   const lo = ((script[7]! << 24) | (script[8]! << 16) | (script[9]! << 8) | script[10]!) >>> 0;
   return [hi, lo];
+}
+
+/** The same bytes 3..10, read from the script's hex: characters 6..21. */
+function hexFingerprint(hex: string): [number, number] | null {
+  if (hex.length % 2 !== 0 || !STANDARD_LENGTHS.has(hex.length / 2)) return null;
+  const hi = hex.slice(6, 14);
+  const lo = hex.slice(14, 22);
+  if (!HEX_WORD.test(hi) || !HEX_WORD.test(lo)) return null;
+  return [parseInt(hi, 16), parseInt(lo, 16)];
 }
 
 export class WatchSet {
@@ -56,7 +71,7 @@ export class WatchSet {
     return (Math.imul(hi ^ Math.imul(lo, 0x9e3779b1), 0x85ebca6b) >>> 0) & (this.#val.length - 1);
   }
 
-  add(script: Uint8Array, rowid: number): void {
+  add(script: ScriptLike, rowid: number): void {
     const fp = scriptFingerprint(script);
     if (!fp || rowid <= 0) return;
     if ((this.#used + 1) > this.#val.length * MAX_LOAD) this.#resize(this.#size + 1);
@@ -80,7 +95,7 @@ export class WatchSet {
     this.#size++;
   }
 
-  delete(script: Uint8Array, rowid: number): void {
+  delete(script: ScriptLike, rowid: number): void {
     const fp = scriptFingerprint(script);
     if (!fp) return;
     const [hi, lo] = fp;
@@ -95,7 +110,7 @@ export class WatchSet {
   }
 
   /** Rowids of invoices whose script may be this one (confirm against the stored script). */
-  candidates(script: Uint8Array): number[] {
+  candidates(script: ScriptLike): number[] {
     const fp = scriptFingerprint(script);
     if (!fp) return [];
     const [hi, lo] = fp;

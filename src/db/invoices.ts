@@ -142,7 +142,7 @@ export function createInvoicesRepo(db: Db) {
   const byRowid = db.prepare<[number], InvoiceRow>('SELECT rowid, * FROM invoices WHERE rowid = ?');
   // Raw rows (arrays): the start-up rebuild steps through a million of them.
   const watched = db
-    .prepare<[number], [number, Buffer]>('SELECT rowid, unhex(script_hex) FROM invoices WHERE watch_until > ?')
+    .prepare<[number], [number, string]>('SELECT rowid, script_hex FROM invoices WHERE watch_until > ?')
     .raw(true);
   const versions = db.prepare<[string], { id: string; version: number }>(
     'SELECT i.id, i.version FROM invoices i JOIN json_each(?) j ON i.id = j.value',
@@ -242,8 +242,8 @@ export function createInvoicesRepo(db: Db) {
     countWatched(now: number): number {
       return countWatched.get(now)!;
     },
-    /** [rowid, output script] of every invoice whose address must be watched at this time. */
-    iterateWatched(now: number): IterableIterator<[number, Buffer]> {
+    /** [rowid, output script hex] of every invoice whose address must be watched at this time. */
+    iterateWatched(now: number): IterableIterator<[number, string]> {
       return watched.iterate(now);
     },
     /** The current version of each of these invoices. */
