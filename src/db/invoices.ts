@@ -302,13 +302,8 @@ export function createInvoicesRepo(db: Db) {
     },
     /** Ids of a list page (limit + 1 of them, to tell whether there are more), newest first or, for ending_before, oldest first. */
     listIds(q: ListQuery): string[] {
-      const params: Record<string, unknown> = { storeId: q.storeId, livemode: q.livemode ? 1 : 0, limit: q.limit + 1 };
-      if (q.status) params.status = q.status;
-      if (q.createdGte !== undefined) params.createdGte = q.createdGte;
-      if (q.createdLte !== undefined) params.createdLte = q.createdLte;
-      if (q.startingAfter) params.startingAfter = q.startingAfter;
-      if (q.endingBefore) params.endingBefore = q.endingBefore;
-      return listStatement(q).all(params);
+      // Named parameters: the query's own fields; those its SQL does not name are not read.
+      return listStatement(q).all({ ...q, livemode: q.livemode ? 1 : 0, limit: q.limit + 1 });
     },
     /** Pending invoices whose time is up; live ones only when includeLive. */
     duePending(now: number, limit: number, includeLive: boolean): StoredInvoice[] {
