@@ -96,7 +96,8 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
     logger,
     store: {
       load: () => ctx.repos.meta.getJson<StoredRate>(RATE_KEY),
-      save: (rate) => ctx.repos.meta.setJson(RATE_KEY, rate),
+      // Through the write queue: another process's write lock is waited for without stopping the loop.
+      save: (rate) => ctx.writes.run(() => ctx.repos.meta.setJson(RATE_KEY, rate)),
     },
   });
   const webhooks = new DeliveryWorker(ctx, logger, { timeoutMs: opts.webhookTimeoutMs });

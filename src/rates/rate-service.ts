@@ -17,7 +17,8 @@ export interface StoredRate {
 
 export interface RateStore {
   load(): StoredRate | null;
-  save(rate: StoredRate): void;
+  /** May be asynchronous (the server's goes through its write queue); a refresh waits for it. */
+  save(rate: StoredRate): void | Promise<void>;
 }
 
 /** The subset of a pino logger this service uses. */
@@ -160,7 +161,7 @@ export class RateService {
     };
     this.#last = rate;
     try {
-      this.#store.save(rate);
+      await this.#store.save(rate);
     } catch (error) {
       // The rate in memory is still good; only a restart would miss it.
       this.#logger?.warn({ error: describeFailure(error) }, 'could not persist the USD rate');

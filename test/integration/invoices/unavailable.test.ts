@@ -145,4 +145,30 @@ describe('503 responses (socket)', () => {
     assert.deepEqual(inv.rate, { usd_per_btc: '98000.50', source: 'kraken', fetched_at: new Date(till.clock.now()).toISOString() });
     assert.equal(inv.amount_sats, 98_979); // 9700 * 1e8 / 9_800_050 = 98979.08 -> 98979
   });
+
+  test('a rate fetched while another process holds the write lock serves at once and is persisted once the lock is free, the event loop turning meanwhile', async (t) => {
+    const rates = await startFakeRateSource();
+    t.after(() => rates.close());
+    const till = await startTestTill(t, { env: { TILL_RATES: 'kraken' }, rateBaseUrls: { kraken: rates.url } });
+    const service = till.rt.ctx.rates!;
+    const stored = () => (till.rt.ctx.db.prepare("SELECT value FROM meta WHERE key = 'usd_rate'").pluck().get() as string | undefined) ?? null;
+    await service.refreshNow();
+    assert.equal(JSON.parse(stored()!).rateCentsPerBtc, 9_700_000);
+
+    const other = new Database(databasePath(till.config.dataDir));
+    t.after(() => other.close());
+    other.exec('BEGIN IMMEDIATE');
+    let turns = 0;
+    const ticking = setInterval(() => turns++, 5);
+    t.after(() => clearInterval(ticking));
+    rates.setPrice('kraken', '98000.50');
+    const refreshed = service.refreshNow();
+    await new Promise((r) => setTimeout(r, 200));
+    assert.ok(turns >= 15, `the event loop turned ${turns} times in 200 ms while the lock was held`);
+    assert.equal(service.current().rateCentsPerBtc, 9_800_050, 'the new rate serves before it is saved');
+    assert.equal(JSON.parse(stored()!).rateCentsPerBtc, 9_700_000, 'not saved while the lock is held');
+    other.exec('COMMIT');
+    await refreshed;
+    assert.equal(JSON.parse(stored()!).rateCentsPerBtc, 9_800_050);
+  });
 });
