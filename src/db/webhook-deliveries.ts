@@ -91,6 +91,9 @@ export function createWebhookDeliveriesRepo(db: Db) {
     `UPDATE webhook_deliveries SET status = 'attempting', attempts = 0, next_attempt_at = ?, completed_at = NULL
      WHERE id = ? AND status IN ('dead_letter', 'failed')`,
   );
+  const readdress = db.prepare<[string, string, string]>(
+    `UPDATE webhook_deliveries SET url = ? WHERE store_id = ? AND status IN ('attempting', 'dead_letter', 'failed') AND endpoint_id = ?`,
+  );
   const attemptsOf = db.prepare<[string], AttemptRecord>(
     `SELECT delivery_id AS deliveryId, n, started_at AS startedAt, duration_ms AS durationMs, status_code AS statusCode,
        error, response_body AS responseBody FROM webhook_attempts WHERE delivery_id = ? ORDER BY n`,
@@ -134,6 +137,10 @@ export function createWebhookDeliveriesRepo(db: Db) {
           params: { id, ...next, lastAttemptAt: a.startedAt, lastStatusCode: a.statusCode, lastError: a.error, responseBody: a.responseBody },
         },
       ];
+    },
+    /** The endpoint moved to `url`: its deliveries not yet delivered (retries, dead letters, failures to replay) go there too. */
+    readdress(endpoint: { id: string; storeId: string }, url: string): number {
+      return readdress.run(url, endpoint.storeId, endpoint.id).changes;
     },
     replay(id: string, now: number): boolean {
       return replay.run(now, id).changes === 1;

@@ -7,6 +7,11 @@ export interface SealedSecrets {
   previousExpiresAt: number | null;
 }
 
+/** What an attempt is sent with: the secrets, and the endpoint's URL as it is now (null for a callback_url, which never changes). */
+export interface SendingSecrets extends SealedSecrets {
+  url: string | null;
+}
+
 export interface EndpointRecord {
   id: string;
   storeId: string;
@@ -68,10 +73,10 @@ export function createWebhookEndpointsRepo(db: Db) {
        secret = @secret, secret_previous = @previous, secret_previous_expires_at = @previousExpiresAt, deleted_at = @deletedAt
      WHERE id = @id`,
   );
-  const endpointSecrets = db.prepare<[string], { s: string; p: string | null; e: number | null }>(
-    'SELECT secret AS s, secret_previous AS p, secret_previous_expires_at AS e FROM webhook_endpoints WHERE id = ? AND enabled = 1 AND deleted_at IS NULL',
+  const endpointSecrets = db.prepare<[string], { s: string; p: string | null; e: number | null; url: string }>(
+    'SELECT secret AS s, secret_previous AS p, secret_previous_expires_at AS e, url FROM webhook_endpoints WHERE id = ? AND enabled = 1 AND deleted_at IS NULL',
   );
-  const sending = new Map<string, { sealed: SealedSecrets | null; readAt: number }>();
+  const sending = new Map<string, { sealed: SendingSecrets | null; readAt: number }>();
   const storeSecrets = db.prepare<[string], { s: string | null; p: string | null; e: number | null }>(
     'SELECT callback_secret AS s, callback_secret_previous AS p, callback_secret_previous_expires_at AS e FROM stores WHERE id = ?',
   );
@@ -95,18 +100,20 @@ export function createWebhookEndpointsRepo(db: Db) {
       update.run({ ...e, ...e.secrets, enabledEvents: JSON.stringify(e.enabledEvents), enabled: e.enabled ? 1 : 0 });
     },
     /**
-     * What signing a delivery needs: its endpoint's secrets (null once the
-     * endpoint is disabled or deleted), or for a callback_url its store's.
-     * Asked at every attempt: kept for SENDING_SECRETS_TTL_MS, forgotten at
+     * What sending a delivery needs: its endpoint's secrets and current URL
+     * (null once the endpoint is disabled or deleted), or for a callback_url
+     * its store's secrets. Asked at every attempt: kept for SENDING_SECRETS_TTL_MS, forgotten at
      * once when this connection changes them, so another process's change
      * (the CLI's) applies within that time.
      */
-    sendingSecrets(d: { endpointId: string | null; storeId: string }, now: number): SealedSecrets | null {
+    sendingSecrets(d: { endpointId: string | null; storeId: string }, now: number): SendingSecrets | null {
       const key = d.endpointId ?? d.storeId;
       const hit = sending.get(key);
       if (hit && now - hit.readAt < SENDING_SECRETS_TTL_MS && now >= hit.readAt) return hit.sealed;
       if (sending.size >= 1024) sending.clear();
-      const sealed = sealedFrom(d.endpointId === null ? storeSecrets.get(d.storeId) : endpointSecrets.get(d.endpointId));
+      const row = d.endpointId === null ? undefined : endpointSecrets.get(d.endpointId);
+      const secrets = sealedFrom(d.endpointId === null ? storeSecrets.get(d.storeId) : row);
+      const sealed = secrets && { ...secrets, url: row?.url ?? null };
       sending.set(key, { sealed, readAt: now });
       return sealed;
     },

@@ -224,7 +224,7 @@ export const OPENAPI_DOCUMENT = {
     '/v1/stores/{id}/webhooks/{wid}': {
       get: { summary: 'Fetch an endpoint', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'the endpoint', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH) } },
       post: {
-        summary: 'Update an endpoint (url, description, enabled_events, enabled)',
+        summary: 'Update an endpoint (url, description, enabled_events, enabled); deliveries not yet successful follow a new url',
         security: bearer,
         parameters: [storeId, endpointId],
         responses: { '200': { description: 'updated', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...BODY) },

@@ -113,6 +113,8 @@ export function updateEndpoint(ctx: Context, storeId: string, id: string, input:
       enabled: input.enabled === undefined ? e.enabled : (input.enabled as boolean),
     };
     ctx.repos.webhookEndpoints.update(next);
+    // "Fix the URL, then replay" (docs/WEBHOOKS.md): what is still to deliver follows the endpoint.
+    if (next.url !== e.url) ctx.repos.webhookDeliveries.readdress(next, next.url);
     return next;
   });
 }

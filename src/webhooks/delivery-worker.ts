@@ -1,4 +1,4 @@
-import type { SealedSecrets } from '../db/webhook-endpoints.ts';
+import type { SendingSecrets } from '../db/webhook-endpoints.ts';
 import type { DueDelivery } from '../db/webhook-deliveries.ts';
 import { createLineLogger, type LineFields, type Logger } from '../log.ts';
 import type { Context } from '../services/context.ts';
@@ -192,7 +192,7 @@ export class DeliveryWorker {
    * Sends, then records. The target's slot frees when the answer is in; the
    * delivery stays in #inFlight (never picked again) until its outcome commits.
    */
-  #start(d: DueDelivery, sealed: SealedSecrets | null): Promise<void> {
+  #start(d: DueDelivery, sealed: SendingSecrets | null): Promise<void> {
     this.#sending++;
     bump(this.#perTarget, d.target, 1);
     let held = this.#held.get(d.target);
@@ -233,7 +233,7 @@ export class DeliveryWorker {
   }
 
   /** `sealed` is null when the endpoint was disabled or deleted after the event: nothing is sent then. */
-  async #send(d: DueDelivery, sealed: SealedSecrets | null): Promise<{ startedAt: number; result: SendResult }> {
+  async #send(d: DueDelivery, sealed: SendingSecrets | null): Promise<{ startedAt: number; result: SendResult }> {
     const ctx = this.#ctx;
     // The delivery may come from a commit still waiting for its fdatasync: nothing leaves before it is on disk.
     const pending = ctx.writes.durable();
@@ -252,7 +252,8 @@ export class DeliveryWorker {
       // Signed afresh at every attempt: a retry carrying the first attempt's t would fail the 300 s check.
       const signature = signPayload(d.body, secrets, Math.floor(startedAt / 1000));
       result = await sendWebhook({
-        url: d.url,
+        // The endpoint's URL now: one changed since the delivery was written (or read ahead) takes the retries and replays.
+        url: sealed.url ?? d.url,
         body: d.body,
         timeoutMs: this.#timeoutMs,
         allowPrivate: ctx.config.allowPrivateCallbacks,
@@ -268,7 +269,7 @@ export class DeliveryWorker {
     return { startedAt, result };
   }
 
-  async #record(d: DueDelivery, sealed: SealedSecrets | null, { startedAt, result }: { startedAt: number; result: SendResult }): Promise<void> {
+  async #record(d: DueDelivery, sealed: SendingSecrets | null, { startedAt, result }: { startedAt: number; result: SendResult }): Promise<void> {
     const ctx = this.#ctx;
     const outcome = sealed ? classifyOutcome(result.timedOut ? { error: result.error } : { status: result.status, error: result.error }) : 'failed';
     const finishedAt = ctx.clock.now();

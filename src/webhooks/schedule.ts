@@ -35,7 +35,9 @@ export interface AttemptResult {
  *   failed delivery.
  * - 1xx or anything else: retry.
  * Once a status line arrived it decides, even if reading the body then failed:
- * a receiver that said 200 has acknowledged the event.
+ * a receiver that said 200 has acknowledged the event. A body still arriving
+ * at the attempt's timeout makes the attempt a timeout (the worker passes no
+ * status then: docs/DECISIONS.md).
  */
 export function classifyOutcome(result: AttemptResult): AttemptOutcome {
   const { status } = result;

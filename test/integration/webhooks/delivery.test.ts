@@ -119,6 +119,64 @@ describe('webhook delivery', () => {
     assert.deepEqual(deliveriesOf(f.till).map((d) => d.status).sort(), ['failed', 'success']);
   });
 
+  test("an endpoint's new URL takes its waiting retries and the replays of its dead letters; delivered ones keep theirs", async (t) => {
+    const f = await startWebhookFixture(t, { events: ['invoice.created'] });
+    // The old path is down; any other answers.
+    f.receiver.respondWith((req) => (req.url === '/hooks' ? answer.status(503, 'gone') : answer.status(200)));
+    const moveTo = async (path: string) => {
+      const res = await call(f.till, 'POST', `/v1/stores/${f.store.storeId}/webhooks/${f.endpointId}`, { key: f.store.key, body: { url: `${f.receiver.url}${path}` } });
+      assert.equal(res.status, 200, res.text);
+    };
+    const urlOf = (id: string) => f.till.rt.ctx.repos.webhookDeliveries.get(id)!.url;
+
+    // A retry waiting when the URL changes goes to the new one.
+    await createInvoice(f);
+    await f.till.rt.webhooks.runOnce();
+    const [waiting] = deliveriesOf(f.till);
+    assert.equal(waiting!.status, 'attempting');
+    await moveTo('/moved');
+    assert.equal(urlOf(waiting!.id), `${f.receiver.url}/moved`, 'what is shown is where it goes');
+    f.till.clock.advance(RETRY_DELAYS_MS[0]!);
+    await f.till.rt.webhooks.runOnce();
+    assert.deepEqual(f.receiver.requests.map((r) => r.url), ['/hooks', '/moved']);
+    assert.equal(deliveriesOf(f.till)[0]!.status, 'success');
+
+    // A dead letter, replayed after the fix, goes to the fixed URL; the delivered one keeps the URL it went to.
+    await moveTo('/hooks');
+    await createInvoice(f);
+    await f.till.rt.webhooks.runOnce();
+    for (const delay of RETRY_DELAYS_MS) {
+      f.till.clock.advance(delay);
+      await f.till.rt.webhooks.runOnce();
+    }
+    const dead = deliveriesOf(f.till)[1]!;
+    assert.equal(dead.status, 'dead_letter');
+    await moveTo('/fixed');
+    assert.equal(urlOf(waiting!.id), `${f.receiver.url}/moved`);
+    const r = await runTill(['deliveries', 'replay', dead.id], { dataDir: f.till.config.dataDir });
+    assert.equal(r.code, 0, r.stderr);
+    // The CLI's replay is due at its own (real) time: move the till's clock past it.
+    f.till.clock.advance(7 * 24 * 3600_000);
+    await f.till.rt.webhooks.runOnce();
+    assert.equal(f.receiver.requests.at(-1)!.url, '/fixed');
+    assert.equal(f.receiver.requests.filter((req) => req.url === '/hooks').length, 1 + 7);
+    assert.equal(deliveriesOf(f.till)[1]!.status, 'success');
+  });
+
+  test('deliveries read ahead while the endpoint was busy go to the URL it has when they start', async (t) => {
+    const f = await startWebhookFixture(t, { events: ['invoice.created'], webhookTimeoutMs: 500 });
+    // The first 16 (the per-endpoint bound) hang until the timeout; the rest wait in memory, read ahead.
+    f.receiver.respondWith((req) => (req.url === '/hooks' ? answer.hang() : answer.status(200)));
+    for (let i = 0; i < 20; i++) await createInvoice(f);
+    const first = f.till.rt.webhooks.runOnce();
+    await f.receiver.waitForRequests(16, 5000);
+    const res = await call(f.till, 'POST', `/v1/stores/${f.store.storeId}/webhooks/${f.endpointId}`, { key: f.store.key, body: { url: `${f.receiver.url}/moved` } });
+    assert.equal(res.status, 200, res.text);
+    await first;
+    const all = await f.receiver.waitForRequests(20, 5000);
+    assert.deepEqual(all.slice(16).map((r) => r.url), ['/moved', '/moved', '/moved', '/moved']);
+  });
+
   test('the whole retry schedule: 1m, 5m, 30m, 2h, 12h, 24h, then dead_letter; each attempt signed afresh', async (t) => {
     const f = await startWebhookFixture(t, { events: ['invoice.created'] });
     f.receiver.respondWith(() => answer.status(503, 'busy'));
