@@ -1,5 +1,7 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { SendingSecrets } from '../db/webhook-endpoints.ts';
 import type { DueDelivery } from '../db/webhook-deliveries.ts';
+import type { Statement } from '../db/write-queue.ts';
 import { createLineLogger, type LineFields, type Logger } from '../log.ts';
 import type { Context } from '../services/context.ts';
 import { dispatchEvents } from './dispatcher.ts';
@@ -11,6 +13,9 @@ import { signPayload } from './signature.ts';
 export const USER_AGENT = 'Service-Webhook/1.0';
 /** How long an attempt's outcome may wait for others to share its commit. */
 const OUTCOME_COMMIT_WAIT_MS = 5;
+/** A failed outcome commit is tried again after 1 s, doubling up to 30 s. */
+const OUTCOME_RETRY_FIRST_MS = 1000;
+const OUTCOME_RETRY_MAX_MS = 30_000;
 /** Due deliveries read ahead per target, in multiples of maxPerTarget. */
 const READ_AHEAD = 4;
 /** Rows read ahead over all targets together (each holds its body): a few MiB at most. */
@@ -70,6 +75,10 @@ export class DeliveryWorker {
   #starved = false;
   /** Set by stop(): answers and wakes start nothing new. */
   #stopping = false;
+  /** Aborted by stop(): ends the waits between tries of an outcome's commit. */
+  #stopped = new AbortController();
+  /** Outcomes whose commit failed and waits to be tried again: nothing new is sent meanwhile. */
+  #unrecorded = 0;
   #unsubscribe: (() => void) | null = null;
   /** Unsealed secrets by sealed text: AES-GCM once per secret, not per attempt. */
   readonly #opened = new Map<string, string>();
@@ -86,6 +95,7 @@ export class DeliveryWorker {
   /** Polls every second and wakes at once when this process commits a change. */
   start(pollMs = 1000): void {
     this.#stopping = false;
+    this.#stopped = new AbortController();
     this.#timer = setInterval(() => this.wake(), pollMs);
     this.#timer.unref();
     this.#unsubscribe = this.#ctx.feed.subscribeAll(() => this.wake());
@@ -95,6 +105,7 @@ export class DeliveryWorker {
   /** Starts nothing new; resolves once every attempt under way has its outcome committed. */
   async stop(): Promise<void> {
     this.#stopping = true;
+    this.#stopped.abort();
     this.#readAhead.clear();
     this.#readAheadRows = 0;
     if (this.#timer) clearInterval(this.#timer);
@@ -134,6 +145,7 @@ export class DeliveryWorker {
    * half its bound.
    */
   #startDue(target: string, now: number, started: Promise<void>[]): void {
+    if (this.#unrecorded > 0) return;
     const busy = this.#perTarget.get(target) ?? 0;
     const room = Math.min(this.#maxPerTarget - busy, this.#maxInFlight - this.#sending);
     if (room <= 0) return;
@@ -290,7 +302,41 @@ export class DeliveryWorker {
       error: result.error ?? null,
       responseBody: result.responseBody,
     }, next);
-    await ctx.writes.runStatements(write, OUTCOME_COMMIT_WAIT_MS);
+    if (!(await this.#commitOutcome(d.id, write))) return;
     this.#attemptLog({ delivery_id: d.id, event_id: d.eventId, status_code: result.status, outcome: next.status, attempt: d.attempts + 1 });
+  }
+
+  /**
+   * Commits an attempt's outcome; false if the worker stopped first. Until it
+   * is committed the delivery stays in #inFlight and is not sent again. A
+   * failed commit (another process holding the lock past the busy timeout, a
+   * failed disk) is tried again, and while any outcome waits no attempt
+   * starts: an attempt that cannot be recorded would be repeated off schedule,
+   * unseen in `deliveries show`. Given up only by stop(): the attempt is then
+   * made again after the restart (at least once).
+   */
+  async #commitOutcome(deliveryId: string, write: Statement[]): Promise<boolean> {
+    let waiting = false;
+    try {
+      for (let retryMs = OUTCOME_RETRY_FIRST_MS; ; retryMs = Math.min(retryMs * 2, OUTCOME_RETRY_MAX_MS)) {
+        try {
+          await this.#ctx.writes.runStatements(write, OUTCOME_COMMIT_WAIT_MS);
+          return true;
+        } catch (err) {
+          if (this.#stopping) throw err;
+          if (!waiting) this.#unrecorded++;
+          waiting = true;
+          this.#logger.warn({ err, delivery_id: deliveryId, retry_in_ms: retryMs }, 'could not record a webhook outcome: trying again, and sending nothing new until it is recorded');
+        }
+        try {
+          await sleep(retryMs, undefined, { signal: this.#stopped.signal });
+        } catch {
+          this.#logger.warn({ delivery_id: deliveryId }, 'webhook outcome not recorded before stopping: the attempt is made again after the restart');
+          return false;
+        }
+      }
+    } finally {
+      if (waiting && --this.#unrecorded === 0) this.wake();
+    }
   }
 }

@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import Database from 'better-sqlite3';
 import { loadConfig } from '../../../src/config.ts';
+import { databasePath } from '../../../src/db/connection.ts';
 import { silentLogger } from '../../../src/log.ts';
 import { createRuntime } from '../../../src/runtime.ts';
 import { SENDING_SECRETS_TTL_MS } from '../../../src/db/webhook-endpoints.ts';
 import { RETRY_DELAYS_MS } from '../../../src/webhooks/schedule.ts';
 import { verifyWebhook } from '../../../src/webhooks/signature.ts';
 import { answer } from '../../fakes/webhook-receiver.ts';
+import { capturedLogger } from '../../helpers/captured-log.ts';
 import { runTill } from '../../helpers/cli.ts';
 import { call, setupStore } from '../../helpers/till-server.ts';
 import { createInvoice, deliveriesOf, startWebhookFixture } from './helpers.ts';
@@ -175,6 +178,59 @@ describe('webhook delivery', () => {
     await first;
     const all = await f.receiver.waitForRequests(20, 5000);
     assert.deepEqual(all.slice(16).map((r) => r.url), ['/moved', '/moved', '/moved', '/moved']);
+  });
+
+  test('an outcome that cannot be committed (another process holds the lock past the busy timeout) is committed later; nothing is sent meanwhile', async (t) => {
+    const { logger, lines } = capturedLogger();
+    const f = await startWebhookFixture(t, { events: ['invoice.created'], env: { TILL_BUSY_TIMEOUT_MS: '100' }, logger });
+    f.receiver.respondWith(() => answer.status(500, 'down'));
+    await createInvoice(f);
+    await createInvoice(f);
+    f.till.rt.ctx.db.prepare("UPDATE webhook_deliveries SET next_attempt_at = next_attempt_at + 10000 WHERE id = (SELECT MAX(id) FROM webhook_deliveries)").run();
+    const [first, later] = deliveriesOf(f.till);
+    const other = new Database(databasePath(f.till.config.dataDir));
+    t.after(() => other.close());
+    other.exec('BEGIN IMMEDIATE');
+    const attempted = f.till.rt.webhooks.runOnce();
+    await f.receiver.waitForRequests(1, 5000);
+    const failed = () => lines.filter((l) => l.msg.startsWith('could not record a webhook outcome'));
+    for (let i = 0; i < 200 && failed().length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(failed()[0]?.delivery_id, first!.id, 'the commit failed past the busy timeout');
+    // Pumps and the later delivery's due time come and go (the first's retry is not due for a minute).
+    f.till.clock.advance(10_000);
+    for (let i = 0; i < 5; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      await f.till.rt.webhooks.pump();
+    }
+    assert.equal(f.receiver.requests.length, 1, 'nothing was sent again, nor anything new, while the outcome could not be recorded');
+    other.exec('COMMIT');
+    await attempted;
+    const d = f.till.rt.ctx.repos.webhookDeliveries.get(first!.id)!;
+    assert.equal(d.attempts, 1);
+    assert.equal(d.lastStatusCode, 500);
+    assert.equal(d.nextAttemptAt, d.lastAttemptAt! + RETRY_DELAYS_MS[0]!, 'the schedule counts from the attempt that was made');
+    await f.receiver.waitForRequests(2, 5000);
+    assert.equal(f.receiver.requests[1]!.headers['x-service-event-id'], f.till.rt.ctx.repos.webhookDeliveries.get(later!.id)!.eventId, 'sending resumed once it was recorded');
+  });
+
+  test('stopping gives up an outcome that cannot be committed: the delivery stays due, to be made again after the restart', async (t) => {
+    const { logger, lines } = capturedLogger();
+    const f = await startWebhookFixture(t, { events: ['invoice.created'], env: { TILL_BUSY_TIMEOUT_MS: '100' }, logger });
+    await createInvoice(f);
+    const other = new Database(databasePath(f.till.config.dataDir));
+    t.after(() => other.close());
+    other.exec('BEGIN IMMEDIATE');
+    const attempted = f.till.rt.webhooks.runOnce();
+    await f.receiver.waitForRequests(1, 5000);
+    for (let i = 0; i < 200 && !lines.some((l) => l.msg.startsWith('could not record a webhook outcome')); i++) await new Promise((r) => setTimeout(r, 10));
+    await f.till.rt.webhooks.stop();
+    await attempted;
+    assert.ok(lines.some((l) => l.msg.startsWith('webhook outcome not recorded before stopping')));
+    other.exec('COMMIT');
+    const [d] = deliveriesOf(f.till);
+    assert.equal(d!.status, 'attempting');
+    assert.equal(d!.attempts, 0);
+    assert.ok(d!.next_attempt_at! <= f.till.clock.now(), 'still due');
   });
 
   test('the whole retry schedule: 1m, 5m, 30m, 2h, 12h, 24h, then dead_letter; each attempt signed afresh', async (t) => {
