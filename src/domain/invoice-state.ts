@@ -66,6 +66,9 @@ export function isFullyExpired(invoice: Invoice, now: number): boolean {
  * - pending: null; the expiry worker ends it, and it may wait for confirmations.
  * - expired: to the end of the late window.
  * - cancelled: cancelled_at + late window, so money sent anyway is reported for refund.
+ * - expired, cancelled: null while a payment is still in the mempool, so the
+ *   block that mines it is seen; otherwise the mempool check, finding it gone,
+ *   would take it for replaced, and money sent would vanish from the invoice.
  * - paid, late_paid: null while a counting payment is shallower than
  *   REORG_SAFE_CONFIRMATIONS (a reorg could still reverse it), then paid_at + late
  *   window, so a duplicate payment is reported for refund.
@@ -75,9 +78,9 @@ export function watchUntil(invoice: Invoice): number | null {
     case 'pending':
       return null;
     case 'expired':
-      return lateWindowEnd(invoice);
+      return hasMempoolPayment(invoice) ? null : lateWindowEnd(invoice);
     case 'cancelled':
-      return (invoice.cancelledAt ?? invoice.createdAt) + invoice.lateWindowMs;
+      return hasMempoolPayment(invoice) ? null : (invoice.cancelledAt ?? invoice.createdAt) + invoice.lateWindowMs;
     case 'paid':
     case 'late_paid': {
       const safeDepth = Math.max(invoice.confirmationsRequired, REORG_SAFE_CONFIRMATIONS);
@@ -85,6 +88,10 @@ export function watchUntil(invoice: Invoice): number | null {
       return shallow ? null : (invoice.paidAt ?? invoice.createdAt) + invoice.lateWindowMs;
     }
   }
+}
+
+function hasMempoolPayment(invoice: Invoice): boolean {
+  return invoice.payments.some((p) => p.status === 'mempool');
 }
 
 function lateWindowEnd(invoice: Invoice): number {

@@ -108,6 +108,25 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.equal(after.payments.length, 0);
   });
 
+  test('a payment seen inside the late window and mined after it stays recorded, confirmed, not replaced', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
+    f.till.clock.advance(5 * 60_000);
+    await expireDueInvoices(f.till.rt.ctx);
+    f.till.clock.advance(7 * 24 * 3600_000 - 60_000);
+    const txid = await f.node.pay(inv.address, 50_000);
+    await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'mempool payment inside the window');
+    // The window ends while the payment waits for a block; a sync prunes what is no longer watched.
+    f.till.clock.advance(2 * 60_000);
+    await f.till.rt.chain!.requestSync(false, 'test');
+    await mineAndSync(f);
+    const after = await getInvoice(f, inv.id);
+    assert.equal(after.status, 'expired', 'confirmed after the window: too late to pay it');
+    assert.deepEqual(after.payments.map((p: { txid: string; status: string }) => [p.txid, p.status]), [[txid, 'confirmed']]);
+    assert.equal(after.amount_received_sats, 50_000, 'the money is still shown, to be refunded');
+    assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.expired', 'invoice.payment_detected']);
+  });
+
   test('a payment to a cancelled invoice is recorded and reported, the invoice stays cancelled', async (t) => {
     const f = await startChainFixture(t, makeNode);
     const inv = await createInvoice(f);
