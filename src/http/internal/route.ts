@@ -37,12 +37,24 @@ export function defineRoute(app: H3, path: string, methods: Partial<Record<HTTPM
   });
 }
 
-/** HEAD as GET without the body; a streamed body (SSE) is cancelled rather than left holding the connection. */
+/**
+ * HEAD as GET without the body. A streamed body is cancelled rather than left
+ * holding the connection: a web stream, or a pipe-able body such as SseBody,
+ * which h3 would drop unpiped, its stream never closed (its slot held).
+ */
 async function answerHead(get: Handler, event: H3Event): Promise<unknown> {
   const result = await get(event);
+  if (isAbortable(result)) {
+    result.abort();
+    return new Response(null, { status: event.res.status ?? 200, headers: event.res.headers });
+  }
   if (!(result instanceof Response)) return result; // serialised by h3; the server sends no body for HEAD
   await result.body?.cancel();
   return new Response(null, { status: result.status, statusText: result.statusText, headers: result.headers });
+}
+
+function isAbortable(result: unknown): result is { abort(): void } {
+  return typeof result === 'object' && result !== null && !(result instanceof Response) && typeof (result as { abort?: unknown }).abort === 'function';
 }
 
 /** A route parameter, decoded once; malformed escapes are a plain not_found. */

@@ -62,8 +62,11 @@ export class SseBody implements StreamSink {
     return out;
   }
 
-  /** Called by the server when the response will not be sent (HEAD) or went away. */
+  /** Called when the response will not be sent (HEAD: src/http/internal/route.ts) or went away. */
   readonly abort = (): void => this.#gone();
+
+  /** srvx's name for abort: the client went away before the body was piped (e.g. while its answer waited for an fdatasync). */
+  readonly destroy = this.abort;
 
   send(snapshot: Snapshot): void {
     this.#write(frameOf(snapshot));

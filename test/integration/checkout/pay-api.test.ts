@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { setImmediate } from 'node:timers/promises';
+import { setImmediate, setTimeout as sleep } from 'node:timers/promises';
 import { describe, test, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
 import { databasePath } from '../../../src/db/connection.ts';
@@ -10,6 +10,7 @@ import { listen } from '../../../src/http/server.ts';
 import { expireDueInvoices } from '../../../src/services/invoices.ts';
 import { updateStore } from '../../../src/services/stores.ts';
 import { capturedLogger } from '../../helpers/captured-log.ts';
+import { heldSync } from '../../helpers/held-sync.ts';
 import { call, setupStore, startTestTill, TRANSPORTS, type TestTill } from '../../helpers/till-server.ts';
 import { createInvoice, openEvents, simulate, waitFor, within } from './checkout-helpers.ts';
 
@@ -442,9 +443,9 @@ async function rawWebSocket(t: TestContext, port: number, path: string) {
 }
 
 /** An HTTP request from a chosen loopback address (127.0.0.x), answered with its head only. */
-function rawRequest(port: number, path: string, localAddress: string, headers: Record<string, string> = {}) {
+function rawRequest(port: number, path: string, localAddress: string, headers: Record<string, string> = {}, method = 'GET') {
   return new Promise<{ res: IncomingMessage; body: string; destroy(): void }>((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, localAddress, headers, agent: false }, (res) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, localAddress, headers, agent: false, method }, (res) => {
       if (res.statusCode === 200) {
         resolve({ res, body: '', destroy: () => req.destroy() });
         return;
@@ -506,6 +507,50 @@ describe('stream limits', () => {
     const again = await rawRequest(portOf(till), events, '127.0.0.1');
     open.push(again);
     assert.equal(again.res.statusCode, 200);
+  });
+
+  test('a HEAD of the event stream answers its headers and holds no slot', async (t) => {
+    const till = await startTestTill(t, { env: { TILL_MAX_STREAMS_PER_CLIENT: '2' } });
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store);
+    const events = `/pay/invoices/${inv.id}/events`;
+    for (let i = 0; i < 3; i++) {
+      const head = await rawRequest(portOf(till), events, '127.0.0.1', {}, 'HEAD');
+      head.destroy();
+      assert.equal(head.res.statusCode, 200);
+      assert.equal(head.res.headers['content-type'], 'text/event-stream');
+    }
+    assert.equal((await rawRequest(portOf(till), `/pay/invoices/inv_01m7yrpc7rspwt7ppmhzfyg7qj/events`, '127.0.0.1', {}, 'HEAD')).res.statusCode, 404);
+    assert.equal(till.rt.ctx.feed.subscriberCount(inv.id), 0);
+    const get = await rawRequest(portOf(till), events, '127.0.0.1');
+    t.after(() => get.destroy());
+    assert.equal(get.res.statusCode, 200, 'the client still has its slots');
+  });
+
+  test('a client gone while its stream waited for an fdatasync gives its slot back', async (t) => {
+    const till = await startTestTill(t, { env: { TILL_MAX_STREAMS_PER_CLIENT: '1' } });
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store);
+    const events = `/pay/invoices/${inv.id}/events`;
+    const held = heldSync();
+    await till.rt.ctx.writes.useWalSync(held.sync);
+    // Another creation's commit waits for its fdatasync.
+    const created = call(till, 'POST', '/v1/invoices', { key: store.key, body: { amount_sats: 1000 } });
+    await held.untilRequested();
+    // The stream's answer waits for that fdatasync; its client leaves meanwhile.
+    const req = httpRequest({ host: '127.0.0.1', port: portOf(till), path: events, agent: false });
+    req.on('error', () => {});
+    req.end();
+    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1, 'the stream opened');
+    req.destroy();
+    await sleep(50);
+    held.finish();
+    await till.rt.ctx.writes.useWalSync(null);
+    assert.equal((await created).status, 201);
+    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 0, 'the stream to close');
+    const again = await rawRequest(portOf(till), events, '127.0.0.1');
+    t.after(() => again.destroy());
+    assert.equal(again.res.statusCode, 200, 'the slot was given back');
   });
 
   test('behind a trusted proxy each forwarded client has its own limit; another peer cannot name a client', async (t) => {
