@@ -55,3 +55,9 @@ export class ApiError extends Error {
 export function invalidField(param: string, message: string): ApiError {
   return new ApiError('validation_error', message, { param });
 }
+
+/** A field or query parameter Till does not take: named, cut to 64 characters (the client chose its length). */
+export function unknownName(kind: 'field' | 'query parameter', name: string): ApiError {
+  const shown = name.slice(0, 64);
+  return invalidField(shown, `unknown ${kind} "${shown}"`);
+}

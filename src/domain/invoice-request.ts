@@ -1,4 +1,4 @@
-import { ApiError, invalidField } from './errors.ts';
+import { ApiError, invalidField, unknownName } from './errors.ts';
 import { MAX_SATS, parseUsdAmount } from './money.ts';
 
 // The body of POST /v1/invoices (spec 2.1), checked field by field. Unknown
@@ -17,7 +17,7 @@ export type InvoiceRequest =
 
 export function parseInvoiceRequest(body: Record<string, unknown>): InvoiceRequest {
   for (const key of Object.keys(body)) {
-    if (!FIELDS.has(key)) throw invalidField(key, `unknown field "${key.slice(0, 64)}"`);
+    if (!FIELDS.has(key)) throw unknownName('field', key);
   }
   const has = (k: string) => body[k] !== undefined && body[k] !== null;
   const fiatGiven = has('amount') || has('currency');
@@ -41,14 +41,15 @@ export function parseInvoiceRequest(body: Record<string, unknown>): InvoiceReque
 function parseAmountSats(v: unknown): number {
   if (typeof v !== 'number' || !Number.isFinite(v)) throw invalidField('amount_sats', 'amount_sats must be a whole number of sats');
   if (v <= 0) throw new ApiError('invalid_amount', 'amount_sats must be greater than 0', { param: 'amount_sats' });
-  if (!Number.isSafeInteger(v)) throw new ApiError('invalid_amount', 'amount_sats must be a whole number of sats', { param: 'amount_sats' });
   if (v > MAX_SATS) throw new ApiError('invalid_amount', 'amount_sats is more than 21 million bitcoin', { param: 'amount_sats' });
+  if (!Number.isInteger(v)) throw new ApiError('invalid_amount', 'amount_sats must be a whole number of sats', { param: 'amount_sats' });
   return v;
 }
 
 function parseFiat(amount: unknown, currency: unknown): { amountCents: number; currency: 'USD' } {
   if (typeof currency !== 'string') throw invalidField('currency', 'currency must be a currency code string');
-  if (currency.toUpperCase() !== 'USD') {
+  // ASCII letters in any case: toUpperCase() would also turn "uſd" into USD.
+  if (!/^usd$/i.test(currency)) {
     throw new ApiError('invalid_currency', `currency "${currency.slice(0, 16)}" is not supported; only USD is`, { param: 'currency' });
   }
   // A zero or negative price is a wrong amount, not a malformed one.
@@ -87,7 +88,8 @@ function parseMetadata(v: unknown): Record<string, string> {
   const { maxKeys, maxKeyLength, maxValueLength } = METADATA_LIMITS;
   if (entries.length > maxKeys) throw invalidField('metadata', `metadata may have at most ${maxKeys} keys`);
   for (const [key, value] of entries) {
-    if (key.length === 0 || key.length > maxKeyLength) throw invalidField(`metadata`, `metadata keys must be 1 to ${maxKeyLength} characters`);
+    const keyLength = [...key].length;
+    if (keyLength === 0 || keyLength > maxKeyLength) throw invalidField(`metadata`, `metadata keys must be 1 to ${maxKeyLength} characters`);
     if (typeof value !== 'string') throw invalidField(`metadata[${key}]`, `metadata value "${key}" must be a string`);
     if ([...value].length > maxValueLength) throw invalidField(`metadata[${key}]`, `metadata value "${key}" is longer than ${maxValueLength} characters`);
   }

@@ -16,6 +16,8 @@ export function errorResponse(err: ApiError, requestId: string, headers: Record<
       'content-type': 'application/json; charset=utf-8',
       'x-request-id': requestId,
       ...(typeof retryAfter === 'number' ? { 'retry-after': String(retryAfter) } : {}),
+      // RFC 9110 15.5.2: a 401 names the scheme it wants.
+      ...(err.status === 401 ? { 'www-authenticate': 'Bearer' } : {}),
     },
   });
 }

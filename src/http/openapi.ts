@@ -90,7 +90,7 @@ const schemas = {
     properties: {
       amount_sats: { type: 'integer', minimum: 1 },
       amount: { oneOf: [{ type: 'string', pattern: '^\\d+(\\.\\d{1,2})?$' }, { type: 'number' }] },
-      currency: { type: 'string', enum: ['USD'] },
+      currency: { type: 'string', enum: ['USD'], description: 'USD (Till also takes its letters in any case)' },
       expires_in_minutes: { type: 'integer', minimum: EXPIRES_IN_MINUTES.min, maximum: EXPIRES_IN_MINUTES.max },
       callback_url: { type: 'string', format: 'uri', maxLength: CALLBACK_URL_MAX_LENGTH },
       metadata: { type: 'object', maxProperties: METADATA_LIMITS.maxKeys, additionalProperties: { type: 'string', maxLength: METADATA_LIMITS.maxValueLength } },

@@ -2,7 +2,7 @@ import { toIso } from '../clock.ts';
 import { inTransaction } from '../db/connection.ts';
 import type { EndpointRecord, SealedSecrets } from '../db/webhook-endpoints.ts';
 import type { DeliveryRecord, DeliveryStatus } from '../db/webhook-deliveries.ts';
-import { ApiError, invalidField } from '../domain/errors.ts';
+import { ApiError, invalidField, unknownName } from '../domain/errors.ts';
 import { EVENT_TYPES, WEBHOOK_TEST_EVENT_TYPE } from '../domain/event-types.ts';
 import type { Invoice } from '../domain/invoice.ts';
 import { invoiceView } from '../domain/invoice-view.ts';
@@ -51,7 +51,7 @@ function parseDescription(v: unknown): string | null {
 
 function rejectUnknown(input: object, known: string[]): void {
   const unknown = Object.keys(input).find((k) => !known.includes(k));
-  if (unknown) throw invalidField(unknown, `unknown field "${unknown.slice(0, 64)}"`);
+  if (unknown) throw unknownName('field', unknown);
 }
 
 function liveStore(ctx: Context, storeId: string) {

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { H3Event } from 'h3';
-import { ApiError } from '../../domain/errors.ts';
+import { ApiError, unknownName } from '../../domain/errors.ts';
 
 export const MAX_JSON_BODY_BYTES = 64 * 1024;
 /**
@@ -13,9 +13,15 @@ export const MAX_JSON_DEPTH = 32;
 /**
  * Reads a JSON object body: Content-Type must be application/json, the size is
  * bounded (413 before buffering more than the limit), and anything that is not
- * a JSON object is a validation_error. Never throws anything but ApiError.
+ * a JSON object is a validation_error. A query parameter beside it is refused
+ * too: fields go in the body, and one put in the URL by mistake must not be
+ * ignored (docs/DECISIONS.md). Never throws anything but ApiError.
  */
 export async function readJsonObject(event: H3Event, maxBytes = MAX_JSON_BODY_BYTES): Promise<{ value: Record<string, unknown>; raw: string }> {
+  if (event.url.search) {
+    const [stray] = event.url.searchParams.keys();
+    if (stray !== undefined) throw unknownName('query parameter', stray);
+  }
   const type = event.req.headers.get('content-type') ?? '';
   if (!/^application\/json\s*(;|$)/i.test(type)) {
     throw new ApiError('unsupported_media_type', 'the request body must be JSON with Content-Type: application/json');

@@ -1,5 +1,5 @@
 import type { H3, H3Event } from 'h3';
-import { invalidField } from '../../domain/errors.ts';
+import { invalidField, unknownName } from '../../domain/errors.ts';
 import { INVOICE_STATUSES, type InvoiceStatus } from '../../domain/invoice.ts';
 import { parseInvoiceRequest } from '../../domain/invoice-request.ts';
 import { invoiceView } from '../../domain/invoice-view.ts';
@@ -23,7 +23,9 @@ const IDEMPOTENCY_KEY_MAX = 255;
 function readIdempotencyKey(event: H3Event): string | null {
   const key = event.req.headers.get('idempotency-key');
   if (key === null) return null;
-  if (key.length === 0 || key.length > IDEMPOTENCY_KEY_MAX) {
+  // Header values arrive as bytes (one char each); spec 8 counts characters of the UTF-8 text.
+  const characters = /^[\x20-\x7e]*$/.test(key) ? key.length : [...Buffer.from(key, 'latin1').toString('utf8')].length;
+  if (characters === 0 || characters > IDEMPOTENCY_KEY_MAX) {
     throw invalidField('Idempotency-Key', `the Idempotency-Key header must be 1 to ${IDEMPOTENCY_KEY_MAX} characters`);
   }
   return key;
@@ -98,7 +100,7 @@ export function registerInvoiceRoutes(app: H3, rt: Runtime, direct: DirectGets):
       const caller = requireApiKey(event, ctx);
       const { value } = await readJsonObject(event);
       const unknown = Object.keys(value).find((k) => k !== 'event');
-      if (unknown) throw invalidField(unknown, `unknown field "${unknown.slice(0, 64)}"`);
+      if (unknown) throw unknownName('field', unknown);
       if (typeof value.event !== 'string' || !(SIMULATED_EVENTS as readonly string[]).includes(value.event)) {
         throw invalidField('event', `event must be one of ${SIMULATED_EVENTS.join(', ')}`);
       }
@@ -129,7 +131,7 @@ function parseTime(param: 'created_gte' | 'created_lte', v: string): number {
 
 function parseListQuery(params: URLSearchParams) {
   for (const key of new Set(params.keys())) {
-    if (!LIST_PARAMS.has(key)) throw invalidField(key, `unknown query parameter "${key.slice(0, 64)}"`);
+    if (!LIST_PARAMS.has(key)) throw unknownName('query parameter', key);
     if (params.getAll(key).length > 1) throw invalidField(key, `${key} is given more than once`);
   }
   const get = (k: string) => params.get(k) ?? undefined;

@@ -46,7 +46,10 @@ for (const transport of TRANSPORTS) {
         const inv = assertInvoice(await postInvoice(till(), s.key, { amount_sats: 1000 }));
         // A real key's invoice, asked for without it: still 401, never a leak.
         const results = await assertWritesNothing(till(), () => Promise.all(everyRoute(till(), b.header, inv.id)));
-        for (const res of results) assertError(res, 401, 'api_key_invalid');
+        for (const res of results) {
+          assertError(res, 401, 'api_key_invalid');
+          assert.equal(res.headers.get('www-authenticate'), 'Bearer', 'RFC 9110: a 401 names its scheme');
+        }
       });
     }
 

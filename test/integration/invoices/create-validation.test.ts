@@ -2,7 +2,7 @@
 // refusal has the spec's status and code, names the field, and writes nothing.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { setupStore, TRANSPORTS } from '../../helpers/till-server.ts';
+import { call, setupStore, TRANSPORTS } from '../../helpers/till-server.ts';
 import { assertError, assertInvoice, assertWritesNothing, countWrites, postInvoice, useTill } from './invoice-api.ts';
 
 const CREATED_AT = Date.parse('2026-11-21T10:00:00.000Z'); // the ManualClock's start
@@ -31,6 +31,12 @@ const valid: Valid[] = [
     name: 'callback_url and a 255-character metadata value',
     body: { amount_sats: 2100, callback_url: 'https://shop.example/hooks/till?x=1', metadata: { order: 'o'.repeat(255), note: 'ünïcødé' } },
     expect: { callback_url: 'https://shop.example/hooks/till?x=1', metadata: { order: 'o'.repeat(255), note: 'ünïcødé' } },
+    expiresInMinutes: 30,
+  },
+  {
+    name: 'a metadata key of 40 characters outside the BMP (80 UTF-16 units)',
+    body: { amount_sats: 7, metadata: { ['🧾'.repeat(40)]: 'receipt' } },
+    expect: { metadata: { ['🧾'.repeat(40)]: 'receipt' } },
     expiresInMinutes: 30,
   },
   { name: 'null optional fields count as absent', body: { amount_sats: 5, metadata: null, callback_url: null, amount: null }, expect: { metadata: {}, callback_url: null }, expiresInMinutes: 30 },
@@ -65,17 +71,21 @@ const invalid: Invalid[] = [
   { name: 'metadata value a number', body: { amount_sats: 1, metadata: { order: 1 } }, status: 400, code: 'validation_error', param: 'metadata[order]' },
   { name: 'metadata value an object', body: { amount_sats: 1, metadata: { order: { id: 1 } } }, status: 400, code: 'validation_error', param: 'metadata[order]' },
   { name: 'unknown field', body: { amount_sats: 1, amount_sat: 2 }, status: 400, code: 'validation_error', param: 'amount_sat' },
+  { name: 'unknown field with a 5,000-character name: named by its first 64', body: { amount_sats: 1, ['x'.repeat(5000)]: 2 }, status: 400, code: 'validation_error', param: 'x'.repeat(64) },
+  { name: 'metadata key of 41 characters', body: { amount_sats: 1, metadata: { ['🧾'.repeat(41)]: 'receipt' } }, status: 400, code: 'validation_error', param: 'metadata' },
   { name: 'amount_sats as a string', body: { amount_sats: '1000' }, status: 400, code: 'validation_error', param: 'amount_sats' },
   { name: 'amount not a decimal', body: { amount: 'ten', currency: 'USD' }, status: 400, code: 'validation_error', param: 'amount' },
   { name: 'amount with 4 decimals', body: { amount: '0.0001', currency: 'USD' }, status: 400, code: 'validation_error', param: 'amount' },
   { name: 'amount with 3 decimals as a number', body: { amount: 12.345, currency: 'USD' }, status: 400, code: 'validation_error', param: 'amount' },
   { name: 'amount an exponent', body: { amount: 1e21, currency: 'USD' }, status: 400, code: 'validation_error', param: 'amount' },
   { name: 'currency EUR', body: { amount: '10.00', currency: 'EUR' }, status: 400, code: 'invalid_currency', param: 'currency' },
+  { name: 'currency "uſd" (upper-cases to USD, is not USD)', body: { amount: '10.00', currency: 'uſd' }, status: 400, code: 'invalid_currency', param: 'currency' },
   { name: 'currency not a string', body: { amount: '10.00', currency: 840 }, status: 400, code: 'validation_error', param: 'currency' },
   { name: 'amount_sats 0', body: { amount_sats: 0 }, status: 400, code: 'invalid_amount', param: 'amount_sats' },
   { name: 'amount_sats -1', body: { amount_sats: -1 }, status: 400, code: 'invalid_amount', param: 'amount_sats' },
   { name: 'amount_sats 1.5', body: { amount_sats: 1.5 }, status: 400, code: 'invalid_amount', param: 'amount_sats' },
   { name: 'amount_sats above 21 million BTC', body: { amount_sats: 2_100_000_000_000_001 }, status: 400, code: 'invalid_amount', param: 'amount_sats' },
+  { name: 'amount_sats beyond 2^53', body: { amount_sats: 2 ** 53 + 2 }, status: 400, code: 'invalid_amount', param: 'amount_sats' },
   { name: 'amount "0"', body: { amount: '0', currency: 'USD' }, status: 400, code: 'invalid_amount', param: 'amount' },
   { name: 'amount 0.00', body: { amount: 0, currency: 'USD' }, status: 400, code: 'invalid_amount', param: 'amount' },
   { name: 'amount "-1.00"', body: { amount: '-1.00', currency: 'USD' }, status: 400, code: 'invalid_amount', param: 'amount' },
@@ -111,9 +121,12 @@ for (const transport of TRANSPORTS) {
       });
     }
 
+    // Header values travel as bytes: a UTF-8 key is sent as its bytes, one latin1 char each.
+    const utf8 = (text: string) => Buffer.from(text, 'utf8').toString('latin1');
     const idempotencyKeys = [
       { name: 'empty', value: '' },
       { name: '256 characters', value: 'k'.repeat(256) },
+      { name: '256 characters in UTF-8', value: utf8('é'.repeat(256)) },
     ];
     for (const k of idempotencyKeys) {
       test(`Idempotency-Key ${k.name} -> 400 validation_error`, async () => {
@@ -122,8 +135,15 @@ for (const transport of TRANSPORTS) {
       });
     }
 
-    test('Idempotency-Key of 255 characters is accepted', async () => {
+    test('Idempotency-Key of 255 characters is accepted, also when they take 510 bytes', async () => {
       assertInvoice(await postInvoice(till(), key, { amount_sats: 1000 }, { 'idempotency-key': 'k'.repeat(255) }));
+      assertInvoice(await postInvoice(till(), key, { amount_sats: 1000 }, { 'idempotency-key': utf8('é'.repeat(255)) }));
+    });
+
+    test('a field given as a query parameter is refused, not ignored', async () => {
+      const res = await assertWritesNothing(till(), () => call(till(), 'POST', '/v1/invoices?expires_in_minutes=5', { key, body: { amount_sats: 1000 } }));
+      const error = assertError(res, 400, 'validation_error', 'expires_in_minutes');
+      assert.match(String(error.message), /unknown query parameter "expires_in_minutes"/);
     });
   });
 }
