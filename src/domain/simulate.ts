@@ -9,13 +9,16 @@ import { isFullyExpired, transition, type Transition } from './invoice-state.ts'
 // transition(). What each event does per status:
 //
 //   event            pending                      paid, late_paid   cancelled        expired, in window  fully expired
-//   payment_detected a mempool payment of what is missing (the full amount once covered), in every status
+//   payment_detected a mempool payment of what is missing (the full amount once covered) ...       410 expired
 //   paid             confirm + top up -> paid     409 already_paid  409 not_cancel.  410 expired         410 expired
 //   expired          expiry moved to now          409 already_paid  409 not_cancel.  410 expired         410 expired
 //   late_paid        expire, then late payment    409 already_paid  409 not_cancel.  late payment        410 expired
 //
 // - A cancelled invoice is final: the spec's 409 for "already paid, late_paid,
 //   cancelled or expired" is invoice_not_cancellable; no other code says it.
+//   A payment to it is still recorded (DESIGN: for a refund), as on the chain.
+// - A fully expired invoice is no longer watched: no payment can reach it
+//   (spec 3.1: 410 invoice_expired), not even a simulated one.
 // - A pending invoice past expires_at is first brought up to date: if it has
 //   expired, `paid` answers 410 like any expired invoice.
 // - A pending invoice whose on-time payments cover the amount but wait for
@@ -60,6 +63,7 @@ export function isSimulatedPayment(invoice: Invoice, txid: string): boolean {
 }
 
 function detectPayment(invoice: Invoice, now: number): Transition {
+  if (isFullyExpired(transition(invoice, { kind: 'tick' }, now).invoice, now)) throw refuse(invoice, 'payment_detected', now);
   const missing = invoice.amountSats - amountReceived(invoice);
   // Once covered, another payment is a buyer paying twice (a refund to test).
   const amountSats = missing > 0 ? missing : invoice.amountSats;
@@ -69,25 +73,25 @@ function detectPayment(invoice: Invoice, now: number): Transition {
 
 function payOnTime(invoice: Invoice, now: number): Transition {
   const current = transition(invoice, { kind: 'tick' }, now).invoice;
-  if (current.status !== 'pending') throw refuse(current, 'paid');
+  if (current.status !== 'pending') throw refuse(current, 'paid', now);
   return transition(invoice, { kind: 'payments', payments: confirmAndTopUp(invoice, now) }, now);
 }
 
-function expireNow(invoice: Invoice, now: number): Transition {
-  if (invoice.status !== 'pending') throw refuse(invoice, 'expired');
+function expireNow(invoice: Invoice, now: number, event: SimulatedEvent = 'expired'): Transition {
+  if (invoice.status !== 'pending') throw refuse(invoice, event, now);
   // Expiry is pulled back to now, but never before a payment already seen:
   // one detected in this very millisecond was on time.
   const lastSeen = Math.max(-Infinity, ...invoice.payments.map((p) => p.firstSeenAt));
   const due = { ...invoice, expiresAt: Math.min(invoice.expiresAt, Math.max(now, lastSeen + 1)) };
   const result = transition(due, { kind: 'tick' }, Math.max(now, due.expiresAt));
-  if (result.invoice.status === 'pending') throw refuseWaiting(invoice, 'expired');
+  if (result.invoice.status === 'pending') throw refuseWaiting(invoice, event);
   return result;
 }
 
 function payLate(invoice: Invoice, now: number): Transition {
-  const expiry = invoice.status === 'pending' ? expireNow(invoice, now) : { invoice, events: [] };
+  const expiry = invoice.status === 'pending' ? expireNow(invoice, now, 'late_paid') : { invoice, events: [] };
   const expired = expiry.invoice;
-  if (expired.status !== 'expired' || isFullyExpired(expired, now)) throw refuse(expired, 'late_paid');
+  if (expired.status !== 'expired' || isFullyExpired(expired, now)) throw refuse(expired, 'late_paid', now);
   const at = Math.max(now, expired.expiresAt);
   const paid = transition(expired, { kind: 'payments', payments: confirmAndTopUp(expired, at) }, at);
   return { invoice: paid.invoice, events: [...expiry.events, ...paid.events] };
@@ -125,14 +129,16 @@ function addSyntheticPayment(
   return [...payments, payment];
 }
 
-function refuse(invoice: Invoice, event: SimulatedEvent): ApiError {
+function refuse(invoice: Invoice, event: SimulatedEvent, now: number): ApiError {
   const subject = `Invoice ${invoice.id} is ${invoice.status}`;
   switch (invoice.status) {
     case 'paid':
     case 'late_paid':
       return new ApiError('invoice_already_paid', `${subject}; simulate ${event} needs an unpaid invoice.`);
     case 'expired':
-      return new ApiError('invoice_expired', `${subject}; simulate ${event} needs a pending invoice.`);
+      return isFullyExpired(invoice, now)
+        ? new ApiError('invoice_expired', `${subject} and past its late window: no payment reaches it any more (simulate ${event} refused).`)
+        : new ApiError('invoice_expired', `${subject}; simulate ${event} needs a pending invoice (late_paid: one inside its late window).`);
     default:
       return new ApiError('invoice_not_cancellable', `${subject}; a ${invoice.status} invoice is final.`);
   }

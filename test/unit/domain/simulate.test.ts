@@ -162,7 +162,8 @@ const rows: Row[] = [
     invoice: EXPIRED,
     now: EXPIRES + LATE_WINDOW,
     outcomes: {
-      payment_detected: { status: 'expired', events: ['payment_detected:sim0'], payments: ['sim0:100000:mempool:0'] },
+      // Spec 3.1: the payment flow reaching a fully expired invoice is 410; the chain no longer watches it.
+      payment_detected: gone,
       paid: gone,
       expired: gone,
       late_paid: gone,
@@ -191,6 +192,20 @@ describe('simulate: every event x every status', () => {
         }
       });
     }
+  }
+});
+
+describe('simulate: refusals say what was asked and why', () => {
+  const waiting = makeInvoice({ payments: [mempool('a', AMOUNT, EXPIRES - MINUTE)] });
+  const valid: Array<[string, Invoice, SimulatedEvent, number, RegExp]> = [
+    ['late_paid on an invoice waiting for confirmations', waiting, 'late_paid', EXPIRES + MINUTE, /cannot expire.*simulate late_paid refused/],
+    ['expired on an invoice waiting for confirmations', waiting, 'expired', EXPIRES + MINUTE, /cannot expire.*simulate expired refused/],
+    ['late_paid past the late window', EXPIRED, 'late_paid', EXPIRES + LATE_WINDOW, /past its late window.*simulate late_paid refused/],
+    ['payment_detected past the late window', EXPIRED, 'payment_detected', EXPIRES + LATE_WINDOW, /past its late window.*simulate payment_detected refused/],
+    ['paid inside the late window', EXPIRED, 'paid', EXPIRES + DAY, /simulate paid needs a pending invoice/],
+  ];
+  for (const [name, invoice, event, now, message] of valid) {
+    test(name, () => assert.throws(() => simulate(invoice, event, now), (err: unknown) => err instanceof ApiError && message.test(err.message)));
   }
 });
 
