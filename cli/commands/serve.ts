@@ -28,6 +28,7 @@ export function serveCommand(): Command {
       if (demo) {
         process.stdout.write(
           `\nDemo store ${demo.storeId} created (test mode). Its API key, shown once:\n\n  ${demo.apiKey}\n\n` +
+            `The secret that signs deliveries to invoices' callback_url (docs/WEBHOOKS.md), shown once:\n\n  ${demo.callbackSecret}\n\n` +
             `Try: curl -s ${server.url}/v1/invoices -H "Authorization: Bearer ${demo.apiKey}" -H "Content-Type: application/json" -d '{"amount_sats": 10000}'\n`,
         );
       }

@@ -12,18 +12,18 @@ export const DEMO_XPUB = 'zpub6rFR7y4Q2AijBEqTUquhVz398htDFrtymD9xYYfG1m4wAcvPhX
 /**
  * On the first start of an empty data dir, creates a test-mode store with a
  * key and an API key, so `npm start` gives a till that can take a test
- * invoice straight away. Returns the API key (shown once) or null when the
- * data dir was already set up.
+ * invoice straight away. Returns the API key and the store's callback_url
+ * secret (both shown once) or null when the data dir was already set up.
  */
-export function seedDemo(ctx: Context): { storeId: string; apiKey: string } | null {
+export function seedDemo(ctx: Context): { storeId: string; apiKey: string; callbackSecret: string } | null {
   const seeded = inTransaction(ctx.db, () => {
     if (ctx.repos.meta.get('demo_seeded') || ctx.repos.stores.list().length > 0) return true;
     ctx.repos.meta.set('demo_seeded', new Date(ctx.clock.now()).toISOString());
     return false;
   });
   if (seeded) return null;
-  const { store } = createStore(ctx, { name: 'Demo Store', mode: 'test' });
+  const { store, callbackSecret } = createStore(ctx, { name: 'Demo Store', mode: 'test' });
   addXpub(ctx, { storeId: store.id, env: 'test', key: DEMO_XPUB });
   const { key } = mintApiKey(ctx, store.id, 'test');
-  return { storeId: store.id, apiKey: key };
+  return { storeId: store.id, apiKey: key, callbackSecret };
 }

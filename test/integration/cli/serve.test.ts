@@ -34,6 +34,7 @@ test('npm start path: serve --demo on a fresh data dir creates a demo store and 
   const till = await startServe(dataDir);
   t.after(() => till.stop());
   assert.ok(till.key, 'the demo API key is printed once');
+  assert.match(till.output(), /callback_url.*shown once:\n\n  whsec_[0-9A-Za-z]+\n/, 'and the secret that signs its callback_url deliveries');
   const res = await fetch(`${till.url}/v1/invoices`, {
     method: 'POST',
     headers: { authorization: `Bearer ${till.key}`, 'content-type': 'application/json' },
