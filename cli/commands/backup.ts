@@ -1,9 +1,10 @@
 import { Command } from 'commander';
-import { chmodSync, copyFileSync, existsSync, mkdirSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
 import { SECRET_KEY_FILE } from '../../src/auth/secret-box.ts';
 import { systemClock } from '../../src/clock.ts';
-import { openDatabase } from '../../src/db/connection.ts';
+import { databasePath } from '../../src/db/connection.ts';
 import { configFrom } from '../context.ts';
 import { emit } from '../output.ts';
 
@@ -20,12 +21,20 @@ export function backupCommand(): Command {
       const config = configFrom(this);
       const target = resolve(this.opts().out, `till-backup-${stamp(systemClock.now())}`);
       if (existsSync(target)) this.error(`${target} exists already`);
+      // Read-only, as it is: a backup taken before an upgrade keeps the old
+      // schema, and a mistyped --data-dir is an error, not an empty database.
+      if (!existsSync(databasePath(config.dataDir))) this.error(`no Till database in ${config.dataDir} (check --data-dir)`);
+      const db = new Database(databasePath(config.dataDir), { readonly: true, fileMustExist: true, timeout: config.busyTimeoutMs });
       mkdirSync(target, { recursive: true, mode: 0o700 });
-      const db = openDatabase(config.dataDir, { synchronous: config.synchronous, busyTimeoutMs: config.busyTimeoutMs });
       try {
-        // SQLite's online backup: a consistent copy even while the server writes.
-        await db.backup(join(target, 'till.db'));
+        // One read transaction: a consistent copy while the server writes, which
+        // SQLite's online backup is not sure to finish (it starts over after
+        // every commit by another connection).
+        db.prepare('VACUUM INTO ?').run(join(target, 'till.db'));
         chmodSync(join(target, 'till.db'), 0o600);
+      } catch (err) {
+        rmSync(target, { recursive: true, force: true });
+        throw err;
       } finally {
         db.close();
       }
@@ -36,6 +45,6 @@ export function backupCommand(): Command {
         chmodSync(join(target, SECRET_KEY_FILE), 0o600);
       }
       emit(this.optsWithGlobals(), { path: target, files: ['till.db', ...(existsSync(key) ? [SECRET_KEY_FILE] : [])] }, () =>
-        `backup written to ${target}\nto restore: stop Till, copy both files into the data directory, start Till`);
+        `backup written to ${target}\nto restore: stop Till, delete till.db-wal and till.db-shm from the data directory, copy both files into it, start Till`);
     });
 }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { copyFileSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -174,5 +174,43 @@ describe('till backup', () => {
     const again = await runTill(['backup'], { dataDir });
     assert.notEqual(again.code, 0);
     assert.match(again.stderr, /required option '--out <dir>'/);
+  });
+
+  test('a mistyped data dir is an error: nothing is created, neither there nor in --out', async (t) => {
+    const parent = tempDir(t);
+    const out = tempDir(t);
+    const typo = join(parent, 'typo');
+    const r = await runTill(['backup', '--out', out], { dataDir: typo });
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /no Till database in .*typo/);
+    assert.equal(existsSync(typo), false);
+    assert.deepEqual(readdirSync(out), []);
+  });
+
+  test('a backup taken while another connection commits all along finishes, consistent, and leaves the source as it was', async (t) => {
+    const dataDir = tempDir(t);
+    const out = tempDir(t);
+    await tillJson(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir });
+    const writer = new Database(databasePath(dataDir));
+    t.after(() => writer.close());
+    // ~4 MB, so a copy takes many of the online backup's steps.
+    const fill = writer.prepare('INSERT INTO meta (key, value) VALUES (?, ?)');
+    writer.transaction(() => {
+      for (let i = 0; i < 20_000; i++) fill.run(`fill:${i}`, 'x'.repeat(200));
+    })();
+    const version = writer.pragma('user_version', { simple: true });
+    let commits = 0;
+    const bump = writer.prepare("INSERT INTO meta (key, value) VALUES ('tick', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value");
+    const ticking = setInterval(() => (bump.run(String(++commits)), undefined), 2);
+    t.after(() => clearInterval(ticking));
+    const backup = await tillJson(['backup', '--out', out], { dataDir });
+    clearInterval(ticking);
+    assert.ok(commits > 0, 'the writer committed while the backup ran');
+    const copy = new Database(join(backup.path, 'till.db'), { readonly: true });
+    t.after(() => copy.close());
+    assert.equal(copy.pragma('integrity_check', { simple: true }), 'ok');
+    assert.equal(copy.prepare("SELECT COUNT(*) FROM meta WHERE key LIKE 'fill:%'").pluck().get(), 20_000);
+    assert.equal(copy.pragma('user_version', { simple: true }), version);
+    assert.equal(writer.pragma('user_version', { simple: true }), version);
   });
 });
