@@ -20,22 +20,26 @@ import { emit } from '../output.ts';
 // writes till.toml with the settings that differ from the defaults.
 
 /** The settings that differ from the defaults, as the nested table till.toml holds. */
-function fileTable(config: Config): Record<string, unknown> {
+/** The settings that differ from the defaults, as till.toml nests them; `masked` for printing (secrets as in `config show`). */
+function fileTable(config: Config, masked = false): Record<string, unknown> {
   const table: Record<string, unknown> = {};
   for (const s of SETTINGS) {
     if (s.key === 'dataDir' || config[s.key] === DEFAULTS[s.key]) continue;
     const parts = s.file.split('.');
     let at = table;
     for (const part of parts.slice(0, -1)) at = (at[part] ??= {}) as Record<string, unknown>;
-    at[parts.at(-1)!] = config[s.key];
+    at[parts.at(-1)!] = masked && s.secret ? '********' : config[s.key];
   }
   return table;
 }
 
-/** A prompt's answer; Ctrl-C (cancel) ends setup without writing anything. */
+/** What setup has written so far, for an honest message if it is stopped. */
+const written: string[] = [];
+
+/** A prompt's answer; Ctrl-C (cancel) ends setup, saying what was already written. */
 function answer<T>(value: T): Exclude<T, symbol> {
   if (p.isCancel(value)) {
-    p.cancel('Nothing was written.');
+    p.cancel(written.length === 0 ? 'Nothing was written.' : `Stopped. Already written: ${written.join('; ')}.`);
     process.exit(1);
   }
   return value as Exclude<T, symbol>;
@@ -81,6 +85,8 @@ async function firstStore(config: Config): Promise<void> {
     const name = answer(await p.text({ message: 'Store name (shown to buyers)', validate: (v) => (v?.trim() ? undefined : 'a name') }));
     const mode = answer(await p.select({ message: 'Mode', options: [{ value: 'live' as const, label: 'live: real payments' }, { value: 'test' as const, label: 'test: simulated invoices' }] }));
     const { store, callbackSecret } = createStore(ctx, { name, mode });
+    written.push(`store ${store.id} (${name}, no xpub yet: till xpub add --store ${store.id})`);
+    p.note(`Callback secret:  ${callbackSecret}`, "Shown once: it signs deliveries to invoices' callback_url");
     for (;;) {
       const key = answer(await p.text({ message: `Your wallet's extended public key (xpub/zpub/… or a descriptor) for ${mode} invoices` }));
       try {
@@ -92,7 +98,7 @@ async function firstStore(config: Config): Promise<void> {
       }
     }
     const { key } = mintApiKey(ctx, store.id, mode);
-    p.note(`API key:          ${key}\nCallback secret:  ${callbackSecret}`, 'Shown once: store them now');
+    p.note(`API key:  ${key}`, 'Shown once: store it now');
   } finally {
     db.close();
   }
@@ -112,11 +118,12 @@ export function initCommand(): Command {
       if (interactive) config = await ask(config);
       mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
       writeFileSync(path, `# Written by till init. Every setting: docs/CONFIG.md\n${stringify(fileTable(config))}\n`, { mode: 0o600 });
+      written.push(path);
       if (interactive) {
         await firstStore(config);
         p.outro(`Wrote ${path}. Start Till with: npm run till -- serve --data-dir ${config.dataDir}`);
       } else {
-        emit(this.optsWithGlobals(), { path, settings: fileTable(config) }, () => `wrote ${path}`);
+        emit(this.optsWithGlobals(), { path, settings: fileTable(config, true) }, () => `wrote ${path}`);
       }
     });
 }

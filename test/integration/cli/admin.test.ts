@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, readdirSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -140,7 +140,10 @@ describe('till init', () => {
     assert.equal(r.code, 0, r.stderr);
     const written = JSON.parse(r.stdout);
     // The harness sets TILL_LOG_LEVEL=silent: the environment counts as given, like the flags.
-    assert.deepEqual(written.settings, { network: 'signet', port: 9100, public_url: 'https://pay.example.com', log_level: 'silent', bitcoind: { rpc_password: 'pw-secret' } });
+    // Printed masked, as config show does; the file holds it.
+    assert.deepEqual(written.settings, { network: 'signet', port: 9100, public_url: 'https://pay.example.com', log_level: 'silent', bitcoind: { rpc_password: '********' } });
+    assert.ok(!r.stdout.includes('pw-secret'), 'the password is not printed');
+    assert.match(readFileSync(written.path, 'utf8'), /rpc_password = "pw-secret"/);
     const shown = await tillJson(['config', 'show'], { dataDir });
     assert.equal(shown.network, 'signet');
     assert.equal(shown.port, 9100);
