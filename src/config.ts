@@ -210,10 +210,12 @@ function readConfigFile(dataDir: string): { path: string; values: Record<string,
 
 const KNOWN_FILE_KEYS = new Set(SETTINGS.map((s) => s.file));
 
+/** The file's settings as dotted paths; a key with a dot in its own name is marked (quoted), so it is never taken for a path. */
 function listFileKeys(obj: Record<string, unknown>, prefix = ''): string[] {
-  return Object.entries(obj).flatMap(([k, v]) =>
-    v !== null && typeof v === 'object' && !Array.isArray(v) ? listFileKeys(v as Record<string, unknown>, `${prefix}${k}.`) : [`${prefix}${k}`],
-  );
+  return Object.entries(obj).flatMap(([k, v]) => {
+    const name = k.includes('.') ? JSON.stringify(k) : k;
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? listFileKeys(v as Record<string, unknown>, `${prefix}${name}.`) : [`${prefix}${name}`];
+  });
 }
 
 export function loadConfig(opts: LoadOptions = {}): Config {
@@ -228,7 +230,13 @@ export function loadConfig(opts: LoadOptions = {}): Config {
   const file = opts.ignoreFile ? null : readConfigFile(dataDir);
   if (file) {
     const unknown = listFileKeys(file.values).filter((k) => !KNOWN_FILE_KEYS.has(k));
-    if (unknown.length) throw new ConfigError(`${file.path}: unknown setting ${unknown.map((k) => `"${k}"`).join(', ')}`);
+    if (unknown.length) {
+      const dotted = unknown.some((k) => k.includes('"'));
+      throw new ConfigError(
+        `${file.path}: unknown setting ${unknown.map((k) => (k.includes('"') ? k : `"${k}"`)).join(', ')}` +
+          (dotted ? '; a setting like bitcoind.enabled is a table: [bitcoind] enabled = … in TOML, {"bitcoind": {"enabled": …}} in JSON' : ''),
+      );
+    }
     layers.push([file.path, (s) => readNested(file.values, s.file)]);
   }
   layers.push(['environment', (s) => (env[s.env] === undefined ? undefined : env[s.env])]);

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { ConfigError, DEFAULTS, describeConfig, loadConfig } from '../../../src/config.ts';
@@ -72,6 +72,17 @@ for (const [name, env, message] of invalid) {
     assert.throws(() => loadConfig({ env: { TILL_DATA_DIR: dir, ...env } }), (e: Error) => e instanceof ConfigError && message.test(e.message));
   });
 }
+
+test('invalid: a key with a dot in its own name (quoted in TOML, flat in JSON) is unknown, with the table form to write', (t) => {
+  const dir = tempDir(t);
+  writeFileSync(join(dir, 'till.toml'), '"bitcoind.rpc_url" = "http://127.0.0.1:8332"\n');
+  assert.throws(() => loadConfig({ env: { TILL_DATA_DIR: dir } }), /till\.toml: unknown setting "bitcoind\.rpc_url"; a setting like bitcoind\.enabled is a table/);
+  rmSync(join(dir, 'till.toml'));
+  writeFileSync(join(dir, 'till.json'), JSON.stringify({ network: 'regtest', webhooks: { 'x.y': 1 }, 'webhooks.allow_private': true }));
+  assert.throws(() => loadConfig({ env: { TILL_DATA_DIR: dir } }), /till\.json: unknown setting webhooks\."x\.y", "webhooks\.allow_private"/);
+  writeFileSync(join(dir, 'till.json'), JSON.stringify({ network: 'regtest', webhooks: { allow_private: true } }));
+  assert.equal(loadConfig({ env: { TILL_DATA_DIR: dir } }).allowPrivateCallbacks, true, 'the table form is read');
+});
 
 test('invalid: unknown key or unparsable till.toml names the file', (t) => {
   const dir = tempDir(t);
