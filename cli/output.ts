@@ -12,8 +12,16 @@ export function emit(opts: OutputOptions, data: unknown, human: () => string): v
 }
 
 export function fail(message: string, code = 1): never {
-  process.stderr.write(`till: ${message.replace(/\s*\n\s*/g, ' ')}\n`);
+  process.stderr.write(`till: ${redactPrivateKeys(message).replace(/\s*\n\s*/g, ' ')}\n`);
   process.exit(code);
+}
+
+/** An extended private key (xprv, tprv, zprv, …: 111 base58 characters) pasted into the wrong argument. */
+const EXTENDED_PRIVATE_KEY = /\b[xyzXYZtuvTUV]prv[1-9A-HJ-NP-Za-km-z]{100,}/g;
+
+/** Error text with any extended private key cut out: an error message echoes what was typed, and Till never shows a private key. */
+export function redactPrivateKeys(text: string): string {
+  return text.replace(EXTENDED_PRIVATE_KEY, (key) => `${key.slice(0, 4)}…(a private key: removed)`);
 }
 
 export function parseIntegerOption(name: string, min: number, max: number) {

@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import { SETTINGS } from '../src/config.ts';
 import { VERSION } from '../src/version.ts';
+import { redactPrivateKeys } from './output.ts';
 import { backupCommand } from './commands/backup.ts';
 import { configCommand } from './commands/config.ts';
 import { deliveriesCommand } from './commands/deliveries.ts';
@@ -31,9 +32,11 @@ export function buildProgram(): Command {
   program.addCommand(deliveriesCommand());
   program.addCommand(backupCommand());
   program.addCommand(configCommand());
-  // Commands built apart and added keep their own help settings: show the global flags everywhere.
+  // Commands built apart and added keep their own help and output settings: show
+  // the global flags everywhere, and keep private keys out of every error.
   const showGlobals = (cmd: Command): void => {
     cmd.configureHelp({ showGlobalOptions: true });
+    cmd.configureOutput({ writeErr: (text) => process.stderr.write(redactPrivateKeys(text)) });
     cmd.commands.forEach(showGlobals);
   };
   showGlobals(program);

@@ -93,6 +93,14 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
       assert.match(r.stderr, message, what);
       if (key.length > 40) assert.ok(!r.stderr.includes(key.slice(10, 40)), `${what}: the key is not echoed back`);
     }
+    // A private key typed into another argument is not echoed either, by Till's errors or by the argument parser's.
+    const tprv = refusals[0]![1];
+    for (const args of [['xpub', 'add', '--store', tprv, '--env', 'live', testXpub('cli')], ['xpub', 'add', '--store', store.id, '--env', tprv, testXpub('cli')]]) {
+      const r = await runTill(args, { dataDir, env });
+      assert.notEqual(r.code, 0);
+      assert.ok(!r.stderr.includes(tprv.slice(10, 40)), `not echoed: ${r.stderr}`);
+      assert.match(r.stderr, /tprv…\(a private key: removed\)/);
+    }
     const db = new Database(databasePath(dataDir), { readonly: true });
     t.after(() => db.close());
     assert.equal((db.prepare('SELECT COUNT(*) n FROM xpubs').get() as any).n, 3, 'refused keys were not stored');
