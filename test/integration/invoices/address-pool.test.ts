@@ -3,12 +3,12 @@ import { test } from 'node:test';
 import { BIP32Factory } from 'bip32';
 import * as bitcoin from 'bitcoinjs-lib';
 import * as ecc from 'tiny-secp256k1';
-import Database from 'better-sqlite3';
 import { databasePath } from '../../../src/db/connection.ts';
 import { refillAddressPool } from '../../../src/services/address-pool.ts';
 import { testTpub } from '../../helpers/keys.ts';
 import { setupStore, startTestTill } from '../../helpers/till-server.ts';
 import { postInvoice } from './invoice-api.ts';
+import { holdWriteLock } from '../../helpers/write-lock.ts';
 
 // Invoices take the wallet's receive addresses in order, whether the address
 // was derived ahead into the pool or in line; used pool rows are removed in
@@ -49,17 +49,11 @@ test('a refill waits for another process\'s write lock without stopping the even
   const store = setupStore(till, { label: 'locked' });
   const { ctx } = till.rt;
   const xpubId = ctx.repos.xpubs.findActive(store.storeId, 'test')!.id;
-  const other = new Database(databasePath(till.config.dataDir));
-  t.after(() => other.close());
-  other.exec('BEGIN IMMEDIATE');
-  let turns = 0;
-  const ticking = setInterval(() => turns++, 5);
-  t.after(() => clearInterval(ticking));
+  const lock = holdWriteLock(t, databasePath(till.config.dataDir));
   const refill = refillAddressPool(ctx, xpubId, 4);
-  await new Promise((r) => setTimeout(r, 200));
-  assert.ok(turns >= 15, `the event loop turned ${turns} times in 200 ms while the lock was held`);
+  await lock.assertLoopTurnsFor(200);
   assert.equal(ctx.db.prepare('SELECT count(*) FROM address_pool WHERE xpub_id = ?').pluck().get(xpubId), 0, 'nothing written yet');
-  other.exec('COMMIT');
+  lock.release();
   assert.equal(await refill, 4);
   assert.deepEqual(ctx.db.prepare('SELECT idx FROM address_pool WHERE xpub_id = ? ORDER BY idx').pluck().all(xpubId), [0, 1, 2, 3]);
 });

@@ -8,6 +8,7 @@ import Database from 'better-sqlite3';
 import { databasePath } from '../../../src/db/connection.ts';
 import { startFakeRateSource } from '../../fakes/rate-source.ts';
 import { call, setupStore, startTestTill } from '../../helpers/till-server.ts';
+import { holdWriteLock } from '../../helpers/write-lock.ts';
 import { assertError, assertInvoice, assertWritesNothing, nextIndex, postInvoice } from './invoice-api.ts';
 
 const MINUTE = 60_000;
@@ -155,19 +156,13 @@ describe('503 responses (socket)', () => {
     await service.refreshNow();
     assert.equal(JSON.parse(stored()!).rateCentsPerBtc, 9_700_000);
 
-    const other = new Database(databasePath(till.config.dataDir));
-    t.after(() => other.close());
-    other.exec('BEGIN IMMEDIATE');
-    let turns = 0;
-    const ticking = setInterval(() => turns++, 5);
-    t.after(() => clearInterval(ticking));
+    const lock = holdWriteLock(t, databasePath(till.config.dataDir));
     rates.setPrice('kraken', '98000.50');
     const refreshed = service.refreshNow();
-    await new Promise((r) => setTimeout(r, 200));
-    assert.ok(turns >= 15, `the event loop turned ${turns} times in 200 ms while the lock was held`);
+    await lock.assertLoopTurnsFor(200);
     assert.equal(service.current().rateCentsPerBtc, 9_800_050, 'the new rate serves before it is saved');
     assert.equal(JSON.parse(stored()!).rateCentsPerBtc, 9_700_000, 'not saved while the lock is held');
-    other.exec('COMMIT');
+    lock.release();
     await refreshed;
     assert.equal(JSON.parse(stored()!).rateCentsPerBtc, 9_800_050);
   });

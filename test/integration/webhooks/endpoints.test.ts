@@ -1,4 +1,3 @@
-import Database from 'better-sqlite3';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { answer } from '../../fakes/webhook-receiver.ts';
@@ -6,6 +5,7 @@ import { databasePath } from '../../../src/db/connection.ts';
 import { runTill } from '../../helpers/cli.ts';
 import { call, setupStore, TRANSPORTS } from '../../helpers/till-server.ts';
 import { createInvoice, deliveriesOf, startWebhookFixture } from './helpers.ts';
+import { holdWriteLock } from '../../helpers/write-lock.ts';
 
 for (const transport of TRANSPORTS) {
   describe(`webhook endpoints API (${transport})`, () => {
@@ -80,12 +80,7 @@ for (const transport of TRANSPORTS) {
 
     test("while another process holds the write lock, endpoint changes wait for it without stopping the event loop", async (t) => {
       const f = await startWebhookFixture(t, { transport });
-      const other = new Database(databasePath(f.till.config.dataDir));
-      t.after(() => other.close());
-      other.exec('BEGIN IMMEDIATE');
-      let turns = 0;
-      const ticking = setInterval(() => turns++, 5);
-      t.after(() => clearInterval(ticking));
+      const lock = holdWriteLock(t, databasePath(f.till.config.dataDir));
       const base = `/v1/stores/${f.store.storeId}`;
       const answers = Promise.all([
         call(f.till, 'POST', `${base}/webhooks`, { key: f.store.key, body: { url: `${f.receiver.url}/second` } }),
@@ -93,10 +88,9 @@ for (const transport of TRANSPORTS) {
         call(f.till, 'POST', `${base}/webhooks/${f.endpointId}/rotate-secret`, { key: f.store.key }),
         call(f.till, 'POST', `${base}/callback-secret/rotate`, { key: f.store.key }),
       ]);
-      await new Promise((r) => setTimeout(r, 200));
-      assert.ok(turns >= 15, `the event loop turned ${turns} times in 200 ms while the lock was held`);
+      await lock.assertLoopTurnsFor(200);
       assert.equal(f.till.rt.ctx.db.prepare('SELECT COUNT(*) FROM webhook_endpoints').pluck().get(), 1, 'nothing written yet');
-      other.exec('COMMIT');
+      lock.release();
       const [created, renamed, rotated, callback] = await answers;
       assert.equal(created.status, 201, created.text);
       assert.equal(renamed.status, 200, renamed.text);

@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import { startDbThread, WRITER_CHECKPOINT_PAGES } from '../../../src/db/db-thread.ts';
 import { tempDir } from '../../helpers/temp.ts';
+import { holdWriteLock } from '../../helpers/write-lock.ts';
 
 // What a checkpoint is for: committed pages reach the database file itself,
 // so the WAL can be reused. Copying till.db alone (no -wal) shows what the
@@ -115,18 +116,11 @@ test('a failing job rolls back alone, with its SQLite code; the rest of the batc
 
 test("while another process holds the write lock, the thread waits for it and the event loop keeps turning", async (t) => {
   const { db, dir, thread, insert, values } = statementsSetup(t);
-  const other = new Database(join(dir, 's.db'));
-  t.after(() => other.close());
-  other.exec('BEGIN IMMEDIATE');
-  let turns = 0;
-  const ticking = setInterval(() => turns++, 5);
-  // Cleared however the test ends: a failed assertion must not leave it holding the process open.
-  t.after(() => clearInterval(ticking));
+  const lock = holdWriteLock(t, join(dir, 's.db'));
   const committed = thread.commit([[insert(7)]]);
-  await sleep(150);
-  assert.ok(turns >= 10, `the event loop turned ${turns} times while the lock was held`);
+  await lock.assertLoopTurnsFor(150);
   assert.deepEqual(values(), []);
-  other.exec('COMMIT');
+  lock.release();
   assert.deepEqual(await committed, [{ ok: true, value: [1] }]);
   assert.deepEqual(values(), [7]);
   assert.ok(db.open);

@@ -6,6 +6,7 @@ import { createWriteQueue } from '../../../src/db/write-queue.ts';
 import { join } from 'node:path';
 import { heldSync } from '../../helpers/held-sync.ts';
 import { tempDir } from '../../helpers/temp.ts';
+import { holdWriteLock } from '../../helpers/write-lock.ts';
 
 function setup(t: Parameters<typeof tempDir>[0]) {
   const db = new Database(join(tempDir(t), 'q.db'));
@@ -130,21 +131,16 @@ test('while another process holds the write lock, writes wait without blocking t
   db.pragma('journal_mode = WAL');
   db.pragma('busy_timeout = 5000');
   db.exec('CREATE TABLE t (v INTEGER PRIMARY KEY)');
-  const other = new Database(join(dir, 'q.db'));
-  t.after(() => (other.close(), db.close()));
+  t.after(() => db.close());
   const queue = createWriteQueue(db);
   assert.equal(db.pragma('busy_timeout', { simple: true }), 5000, 'making the queue leaves the busy timeout alone (other writers rely on it)');
-  other.exec('BEGIN IMMEDIATE');
-  let turns = 0;
-  const ticking = setInterval(() => turns++, 5);
+  const lock = holdWriteLock(t, join(dir, 'q.db'));
   const first = queue.run(() => db.prepare('INSERT INTO t (v) VALUES (1)').run().changes);
-  await new Promise((r) => setTimeout(r, 150));
+  await lock.assertLoopTurnsFor(150);
   const second = queue.run(() => db.prepare('INSERT INTO t (v) VALUES (2)').run().changes);
-  await new Promise((r) => setTimeout(r, 50));
-  assert.ok(turns >= 15, `the event loop turned ${turns} times in 200 ms while the lock was held`);
-  other.exec('COMMIT');
+  await lock.assertLoopTurnsFor(50);
+  lock.release();
   assert.deepEqual(await Promise.all([first, second]), [1, 1], 'both wrote once the lock was free, in order');
-  clearInterval(ticking);
   assert.deepEqual(db.prepare('SELECT v FROM t ORDER BY v').pluck().all(), [1, 2]);
   assert.equal(db.pragma('busy_timeout', { simple: true }), 5000, "the connection's own busy timeout is left as it was");
 });
