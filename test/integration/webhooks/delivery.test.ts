@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import Database from 'better-sqlite3';
 import { loadConfig } from '../../../src/config.ts';
 import { databasePath } from '../../../src/db/connection.ts';
 import { silentLogger } from '../../../src/log.ts';
@@ -13,6 +12,7 @@ import { capturedLogger } from '../../helpers/captured-log.ts';
 import { runTill } from '../../helpers/cli.ts';
 import { call, setupStore } from '../../helpers/till-server.ts';
 import { createInvoice, deliveriesOf, startWebhookFixture } from './helpers.ts';
+import { holdWriteLock } from '../../helpers/write-lock.ts';
 
 describe('webhook delivery', () => {
   test('a delivery carries the spec headers and a signature over the exact body', async (t) => {
@@ -188,9 +188,7 @@ describe('webhook delivery', () => {
     await createInvoice(f);
     f.till.rt.ctx.db.prepare("UPDATE webhook_deliveries SET next_attempt_at = next_attempt_at + 10000 WHERE id = (SELECT MAX(id) FROM webhook_deliveries)").run();
     const [first, later] = deliveriesOf(f.till);
-    const other = new Database(databasePath(f.till.config.dataDir));
-    t.after(() => other.close());
-    other.exec('BEGIN IMMEDIATE');
+    const lock = holdWriteLock(t, databasePath(f.till.config.dataDir));
     const attempted = f.till.rt.webhooks.runOnce();
     await f.receiver.waitForRequests(1, 5000);
     const failed = () => lines.filter((l) => l.msg.startsWith('could not record a webhook outcome'));
@@ -203,7 +201,7 @@ describe('webhook delivery', () => {
       await f.till.rt.webhooks.pump();
     }
     assert.equal(f.receiver.requests.length, 1, 'nothing was sent again, nor anything new, while the outcome could not be recorded');
-    other.exec('COMMIT');
+    lock.release();
     await attempted;
     const d = f.till.rt.ctx.repos.webhookDeliveries.get(first!.id)!;
     assert.equal(d.attempts, 1);
@@ -217,16 +215,14 @@ describe('webhook delivery', () => {
     const { logger, lines } = capturedLogger();
     const f = await startWebhookFixture(t, { events: ['invoice.created'], env: { TILL_BUSY_TIMEOUT_MS: '100' }, logger });
     await createInvoice(f);
-    const other = new Database(databasePath(f.till.config.dataDir));
-    t.after(() => other.close());
-    other.exec('BEGIN IMMEDIATE');
+    const lock = holdWriteLock(t, databasePath(f.till.config.dataDir));
     const attempted = f.till.rt.webhooks.runOnce();
     await f.receiver.waitForRequests(1, 5000);
     for (let i = 0; i < 200 && !lines.some((l) => l.msg.startsWith('could not record a webhook outcome')); i++) await new Promise((r) => setTimeout(r, 10));
     await f.till.rt.webhooks.stop();
     await attempted;
     assert.ok(lines.some((l) => l.msg.startsWith('webhook outcome not recorded before stopping')));
-    other.exec('COMMIT');
+    lock.release();
     const [d] = deliveriesOf(f.till);
     assert.equal(d!.status, 'attempting');
     assert.equal(d!.attempts, 0);
