@@ -19,7 +19,6 @@ import { emit } from '../output.ts';
 // scripts) it takes the flags and environment as they are. Either way it
 // writes till.toml with the settings that differ from the defaults.
 
-/** The settings that differ from the defaults, as the nested table till.toml holds. */
 /** The settings that differ from the defaults, as till.toml nests them; `masked` for printing (secrets as in `config show`). */
 function fileTable(config: Config, masked = false): Record<string, unknown> {
   const table: Record<string, unknown> = {};

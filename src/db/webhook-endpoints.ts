@@ -102,9 +102,9 @@ export function createWebhookEndpointsRepo(db: Db) {
     /**
      * What sending a delivery needs: its endpoint's secrets and current URL
      * (null once the endpoint is disabled or deleted), or for a callback_url
-     * its store's secrets. Asked at every attempt: kept for SENDING_SECRETS_TTL_MS, forgotten at
-     * once when this connection changes them, so another process's change
-     * (the CLI's) applies within that time.
+     * its store's secrets. Asked at every attempt: kept for
+     * SENDING_SECRETS_TTL_MS, forgotten at once when this connection changes
+     * them, so another process's change (the CLI's) applies within that time.
      */
     sendingSecrets(d: { endpointId: string | null; storeId: string }, now: number): SendingSecrets | null {
       const key = d.endpointId ?? d.storeId;

@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
 import { ApiError } from './errors.ts';
 import type { Invoice, Payment } from './invoice.ts';
 import { amountReceived, isCounting, sumSats } from './invoice-amounts.ts';
 import { isFullyExpired, transition, type Transition } from './invoice-state.ts';
+import { syntheticTxid } from './synthetic-payment.ts';
 
 // Test-mode simulation (DESIGN.md "Simulate"): each event is turned into the
 // fact the chain or the clock would produce and run through the same
@@ -46,20 +46,6 @@ export function simulate(invoice: Invoice, event: SimulatedEvent, now: number): 
     case 'late_paid':
       return payLate(invoice, now);
   }
-}
-
-/**
- * Synthetic txid for the n-th simulated payment of an invoice: sha256 of a
- * labelled string, so it is deterministic and cannot be a real transaction.
- */
-export function syntheticTxid(invoiceId: string, n: number): string {
-  return createHash('sha256').update(`till-simulated-payment:${invoiceId}:${n}`).digest('hex');
-}
-
-/** True for a payment simulate made up: it exists on no chain, so the chain watcher leaves it alone. */
-export function isSimulatedPayment(invoice: Invoice, txid: string): boolean {
-  for (let n = 0; n <= invoice.payments.length; n++) if (syntheticTxid(invoice.id, n) === txid) return true;
-  return false;
 }
 
 function detectPayment(invoice: Invoice, now: number): Transition {

@@ -3,7 +3,7 @@ import { WatchSet } from '../bitcoin/watch-set.ts';
 import type { StoredInvoice } from '../db/invoices.ts';
 import type { Payment } from '../domain/invoice.ts';
 import { transition, watchUntil } from '../domain/invoice-state.ts';
-import { isSimulatedPayment } from '../domain/simulate.ts';
+import { isSimulatedPayment } from '../domain/synthetic-payment.ts';
 import type { Context } from './context.ts';
 import { saveTransition } from './invoices.ts';
 

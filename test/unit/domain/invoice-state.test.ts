@@ -10,6 +10,7 @@ import {
   type Fact,
   type Transition,
 } from '../../../src/domain/invoice-state.ts';
+import { syntheticTxid } from '../../../src/domain/synthetic-payment.ts';
 import {
   AMOUNT,
   CANCELLED,
@@ -480,6 +481,11 @@ describe('watchUntil', () => {
     ['expired, the late payment confirmed: to the end of the late window', { ...EXPIRED, payments: [confirmed('a', AMOUNT, EXPIRES + LATE_WINDOW - MINUTE)] }, EXPIRES + LATE_WINDOW],
     ['cancelled with a payment still in the mempool: open-ended', { ...CANCELLED, payments: [mempool('a', AMOUNT, T0 + 6 * MINUTE)] }, null],
     ['cancelled with a replaced payment: a late window after cancelling', { ...CANCELLED, payments: [replaced('a', AMOUNT, T0 + 6 * MINUTE)] }, T0 + 5 * MINUTE + LATE_WINDOW],
+    [
+      'cancelled with a simulated payment (never mined): a late window after cancelling',
+      { ...CANCELLED, payments: [{ ...mempool('a', AMOUNT, T0 + 6 * MINUTE), txid: syntheticTxid(CANCELLED.id, 0) }] },
+      T0 + 5 * MINUTE + LATE_WINDOW,
+    ],
     ['paid with a shallow payment: open-ended', PAID, null],
     ['paid with a payment back in mempool: open-ended', { ...PAID, payments: [mempool('a', AMOUNT, T0 + MINUTE)] }, null],
     ['paid, all payments 6 deep: a late window after paying', { ...PAID, payments: [deep, replaced('b', 5, T0)] }, T0 + 10 * MINUTE + LATE_WINDOW],

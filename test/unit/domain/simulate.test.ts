@@ -4,7 +4,8 @@ import { ApiError, type ErrorCode } from '../../../src/domain/errors.ts';
 import { amountReceived } from '../../../src/domain/invoice-amounts.ts';
 import type { Invoice, InvoiceStatus } from '../../../src/domain/invoice.ts';
 import { transition, type Transition } from '../../../src/domain/invoice-state.ts';
-import { SIMULATED_EVENTS, simulate, syntheticTxid, type SimulatedEvent } from '../../../src/domain/simulate.ts';
+import { SIMULATED_EVENTS, simulate, type SimulatedEvent } from '../../../src/domain/simulate.ts';
+import { syntheticTxid } from '../../../src/domain/synthetic-payment.ts';
 import {
   AMOUNT,
   CANCELLED,
