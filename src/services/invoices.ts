@@ -90,21 +90,6 @@ async function createAdmitted(ctx: Context, input: CreateInvoiceInput): Promise<
   const { caller, idempotencyKey, requestHash } = input;
   const req = input.parse();
   const live = envOf(caller) === 'live';
-  if (live && ctx.chain.initialBlockDownload) {
-    throw new ApiError('chain_syncing', 'the Bitcoin node is still syncing; new live invoices are refused against a stale chain tip. Retry later.');
-  }
-  assertDiskWritable(ctx);
-  let amountSats: number;
-  let fiat: Invoice['fiat'] = null;
-  if (req.kind === 'fiat') {
-    if (!ctx.rates) throw new ApiError('rates_unavailable', 'no USD rate source is running');
-    const rate = ctx.rates.current();
-    amountSats = centsToSats(req.amountCents, rate.rateCentsPerBtc);
-    if (amountSats === 0) throw new ApiError('invalid_amount', 'amount rounds to zero sats at the current rate', { param: 'amount' });
-    fiat = { amountCents: req.amountCents, currency: 'USD', rateCentsPerBtc: rate.rateCentsPerBtc, rateSource: rate.source, rateFetchedAt: rate.fetchedAt };
-  } else {
-    amountSats = req.amountSats;
-  }
 
   return ctx.writes.run(() => {
     if (idempotencyKey) {
@@ -122,6 +107,15 @@ async function createAdmitted(ctx: Context, input: CreateInvoiceInput): Promise<
     if (live && gapHeadroom(xpub) <= 0 && !(xpub.lastFundedAt !== null && now - xpub.lastFundedAt < FUNDING_GRACE_MS)) {
       throw new ApiError('gap_limit_exceeded', `the wallet's gap limit (${xpub.gapLimit}) is within 5 of being reached and no payment was seen in 24 hours. Raise the gap limit in your wallet (100 or more recommended) and run: till xpub add --store ${store.id} --env live --gap-limit 100 <xpub>, or rotate to a new xpub.`);
     }
+    // The 503s after every refusal that does not need a rate: a 503 says the
+    // call would have succeeded without the condition (spec 7.1), so a client
+    // is not told of its own error only after retrying. (A USD amount too
+    // small for 1 sat can only be known with a rate.)
+    const { amountSats, fiat } = priceOf(ctx, req);
+    if (live && ctx.chain.initialBlockDownload) {
+      throw new ApiError('chain_syncing', 'the Bitcoin node is still syncing; new live invoices are refused against a stale chain tip. Retry later.');
+    }
+    assertDiskWritable(ctx);
     const addr = allocateAddress(ctx, xpub);
     const fields: Omit<StoredInvoice, 'rowid'> = {
       id: newId('inv', now),
@@ -154,6 +148,16 @@ async function createAdmitted(ctx: Context, input: CreateInvoiceInput): Promise<
     if (result.invoice) ctx.feed.publish(result.invoice);
     return result;
   });
+}
+
+/** The invoice's amount in sats, and for a USD price the rate it was priced at (503 rates_unavailable without one). */
+function priceOf(ctx: Context, req: InvoiceRequest): { amountSats: number; fiat: Invoice['fiat'] } {
+  if (req.kind === 'sats') return { amountSats: req.amountSats, fiat: null };
+  if (!ctx.rates) throw new ApiError('rates_unavailable', 'no USD rate source is running');
+  const rate = ctx.rates.current();
+  const amountSats = centsToSats(req.amountCents, rate.rateCentsPerBtc);
+  if (amountSats === 0) throw new ApiError('invalid_amount', 'amount rounds to zero sats at the current rate', { param: 'amount' });
+  return { amountSats, fiat: { amountCents: req.amountCents, currency: 'USD', rateCentsPerBtc: rate.rateCentsPerBtc, rateSource: rate.source, rateFetchedAt: rate.fetchedAt } };
 }
 
 /** An invoice the caller may see: its store and its environment, else not_found (never leak existence). */

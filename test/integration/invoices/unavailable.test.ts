@@ -25,6 +25,7 @@ describe('503 responses (socket)', () => {
     }
     assert.equal(nextIndex(till, live.storeId, 'live'), 0);
     assertInvoice(await postInvoice(till, sandbox.key, { amount_sats: 1000 }));
+    assertError(await postInvoice(till, setupStore(till, { mode: 'live', xpub: null }).key, { amount_sats: 1000 }), 409, 'no_active_xpub');
     // Reads still work.
     assert.equal((await call(till, 'GET', '/v1/invoices', { key: live.key })).status, 200);
 
@@ -59,6 +60,9 @@ describe('503 responses (socket)', () => {
     );
     for (const res of refusals) assert.match(String(assertError(res, 503, 'disk_full').message), new RegExp(`${floorMb} MB`));
     assert.equal((await call(till, 'GET', `/v1/invoices/${inv.id}`, { key: s.key })).body.status, 'pending');
+    // A 503 means the call would succeed without the condition: a store's own misconfiguration is said first.
+    const bare = setupStore(till, { xpub: null });
+    assertError(await assertWritesNothing(till, () => postInvoice(till, bare.key, { amount_sats: 1000 })), 409, 'no_active_xpub');
 
     till.rt.ctx.config.minFreeDiskMb = 0;
     assertInvoice(await postInvoice(till, s.key, { amount_sats: 1000 }, { 'idempotency-key': 'disk' }));
