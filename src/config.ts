@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
+import { parseRateSources } from './rates/provider.ts';
 
 // One table describes every setting: its file key, environment variable and
 // flag, default, whether it is secret, and how to parse it. Precedence:
@@ -55,6 +56,17 @@ export class ConfigError extends Error {
 function asString(raw: unknown, where: string): string {
   if (typeof raw !== 'string') throw new ConfigError(`${where} must be a string`);
   return raw;
+}
+
+/** A rate source list, checked as the rate service will read it, so a typo stops Till naming where it was written. */
+function rateSources(raw: unknown, where: string): string {
+  const spec = asString(raw, where);
+  try {
+    parseRateSources(spec);
+  } catch (err) {
+    throw new ConfigError(`${where}: ${(err as Error).message}`);
+  }
+  return spec;
 }
 
 function oneOf<T extends string>(values: readonly T[]): Parser<T> {
@@ -127,7 +139,7 @@ export const SETTINGS = [
   setting({ key: 'publicUrl', file: 'public_url', env: 'TILL_PUBLIC_URL', flag: 'public-url', description: 'base URL buyers reach Till at (checkout links)', parse: optionalHttpUrl }),
   setting({ key: 'dashboardUrl', file: 'dashboard_url', env: 'TILL_DASHBOARD_URL', flag: 'dashboard-url', description: 'base URL of the dashboard named in error messages', parse: optionalHttpUrl }),
   setting({ key: 'network', file: 'network', env: 'TILL_NETWORK', flag: 'network', description: 'bitcoin network: main, test, signet or regtest', parse: oneOf(NETWORKS) }),
-  setting({ key: 'rates', file: 'rates', env: 'TILL_RATES', flag: 'rates', description: 'USD rate sources: kraken,bitstamp,coinbase or fixed:<usd>', parse: asString }),
+  setting({ key: 'rates', file: 'rates', env: 'TILL_RATES', flag: 'rates', description: 'USD rate sources: kraken,bitstamp,coinbase or fixed:<usd>', parse: rateSources }),
   setting({ key: 'synchronous', file: 'synchronous', env: 'TILL_SYNCHRONOUS', flag: 'synchronous', description: 'SQLite durability: FULL (default) or NORMAL', parse: oneOf(['FULL', 'NORMAL'] as const) }),
   setting({ key: 'busyTimeoutMs', file: 'busy_timeout_ms', env: 'TILL_BUSY_TIMEOUT_MS', flag: 'busy-timeout-ms', description: 'how long a write waits for another connection (e.g. the CLI) before 503 database_unavailable', parse: integer(0, 60_000) }),
   setting({ key: 'minFreeDiskMb', file: 'min_free_disk_mb', env: 'TILL_MIN_FREE_DISK_MB', flag: 'min-free-disk-mb', description: 'refuse writes (503 disk_full) below this much free space', parse: integer(0, 1_000_000) }),

@@ -65,6 +65,9 @@ const invalid: Array<[string, Record<string, string>, RegExp]> = [
   ['bad boolean', { TILL_ALLOW_PRIVATE_CALLBACKS: 'yes' }, /true or false/],
   ['a trusted proxy that is not an IP address', { TILL_TRUSTED_PROXIES: '127.0.0.1,proxy.local' }, /TILL_TRUSTED_PROXIES must be IP addresses separated by commas \(got "proxy.local"\)/],
   ['a trusted proxy with a port', { TILL_TRUSTED_PROXIES: '10.0.0.5:443' }, /TILL_TRUSTED_PROXIES/],
+  ['a misspelt rate source', { TILL_RATES: 'krakn' }, /TILL_RATES: rate sources: unknown source "krakn"/],
+  ['a fixed rate that is not a price', { TILL_RATES: 'fixed:abc' }, /TILL_RATES: /],
+  ['an empty rate source list', { TILL_RATES: '' }, /TILL_RATES: .*empty entry/],
 ];
 for (const [name, env, message] of invalid) {
   test(`invalid: ${name}`, (t) => {
