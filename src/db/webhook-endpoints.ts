@@ -77,8 +77,9 @@ export function createWebhookEndpointsRepo(db: Db) {
     'SELECT secret AS s, secret_previous AS p, secret_previous_expires_at AS e, url FROM webhook_endpoints WHERE id = ? AND enabled = 1 AND deleted_at IS NULL',
   );
   const sending = new Map<string, { sealed: SendingSecrets | null; readAt: number }>();
-  const storeSecrets = db.prepare<[string], { s: string | null; p: string | null; e: number | null }>(
-    'SELECT callback_secret AS s, callback_secret_previous AS p, callback_secret_previous_expires_at AS e FROM stores WHERE id = ?',
+  // url NULL: a callback_url delivery goes where its invoice said, which never changes.
+  const storeSecrets = db.prepare<[string], { s: string | null; p: string | null; e: number | null; url: null }>(
+    'SELECT callback_secret AS s, callback_secret_previous AS p, callback_secret_previous_expires_at AS e, NULL AS url FROM stores WHERE id = ?',
   );
   const setStoreSecrets = db.prepare<[string, string | null, number | null, string]>(
     'UPDATE stores SET callback_secret = ?, callback_secret_previous = ?, callback_secret_previous_expires_at = ? WHERE id = ?',
@@ -111,9 +112,9 @@ export function createWebhookEndpointsRepo(db: Db) {
       const hit = sending.get(key);
       if (hit && now - hit.readAt < SENDING_SECRETS_TTL_MS && now >= hit.readAt) return hit.sealed;
       if (sending.size >= 1024) sending.clear();
-      const row = d.endpointId === null ? undefined : endpointSecrets.get(d.endpointId);
-      const secrets = sealedFrom(d.endpointId === null ? storeSecrets.get(d.storeId) : row);
-      const sealed = secrets && { ...secrets, url: row?.url ?? null };
+      const row = d.endpointId === null ? storeSecrets.get(d.storeId) : endpointSecrets.get(d.endpointId);
+      const secrets = sealedFrom(row);
+      const sealed = secrets && { ...secrets, url: row!.url };
       sending.set(key, { sealed, readAt: now });
       return sealed;
     },

@@ -54,7 +54,7 @@ async function answerHead(get: Handler, event: H3Event): Promise<unknown> {
 }
 
 function isAbortable(result: unknown): result is { abort(): void } {
-  return typeof result === 'object' && result !== null && !(result instanceof Response) && typeof (result as { abort?: unknown }).abort === 'function';
+  return typeof result === 'object' && result !== null && typeof (result as { abort?: unknown }).abort === 'function';
 }
 
 /** A route parameter, decoded once; malformed escapes are a plain not_found. */
