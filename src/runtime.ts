@@ -88,7 +88,9 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
   let durabilityError: string | null = null;
   void ctx.writes.useWalSync(walSync, (err) => {
     durabilityError = err.message;
-    logger.error({ err }, 'the WAL could not be made durable: no more writes are taken until Till is restarted');
+    logger.error({ err }, 'the WAL could not be made durable: Till answers nothing from its database until it is restarted');
+    // Every write would be refused: the workers stop rather than fail once a second each.
+    void stopWork();
   });
   ctx.rates = new RateService({
     providers,
@@ -121,11 +123,23 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
   let lease: ReturnType<typeof acquireServerLease> | null = null;
   let dbThread: DbThread | null = null;
   let firstRefill: Promise<void> | null = null;
+  let workStopped: Promise<void> | null = null;
+
+  /** Stops everything that reads or writes in the background (once): on stopping, or after a failed fdatasync. */
+  function stopWork(): Promise<void> {
+    workStopped ??= (async () => {
+      await ctx.rates!.stop();
+      await webhooks.stop();
+      await chain?.stop();
+      await Promise.all([...loops.map((l) => l.stop()), firstRefill]);
+    })();
+    return workStopped;
+  }
 
   async function refillAllPools(): Promise<void> {
     for (const x of ctx.repos.xpubs.listActive()) {
-      if (stopped) return;
-      await refillAddressPool(ctx, x.id, undefined, () => stopped);
+      if (workStopped) return;
+      await refillAddressPool(ctx, x.id, undefined, () => workStopped !== null);
     }
   }
 
@@ -183,10 +197,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
     async stop() {
       if (stopped) return;
       stopped = true;
-      await ctx.rates!.stop();
-      await webhooks.stop();
-      await chain?.stop();
-      await Promise.all([...loops.map((l) => l.stop()), firstRefill]);
+      await stopWork();
       // Last: the loops above may still have had outcomes to commit.
       ctx.writes.useThread(null);
       await dbThread?.stop();

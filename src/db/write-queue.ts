@@ -28,7 +28,9 @@ import type { WalSync } from './wal-sync.ts';
 // visible to this process's readers though not yet on disk, so whatever
 // leaves the process (answers, stream messages, webhooks) first waits for
 // durable() (docs/DECISIONS.md). At most one batch is ever waiting for its
-// fdatasync, so durable() covers every commit a reader could have seen.
+// fdatasync, so durable() covers every commit a reader could have seen. A
+// failed fdatasync cannot take its batch back from the readers, so from then
+// on durable() refuses: nothing read leaves the process until a restart.
 
 /** One SQL statement with its named parameters; `changes` is what running it reports. */
 export interface Statement {
@@ -114,11 +116,17 @@ export interface WriteQueue {
    * every write is refused, as nothing more can be promised durable.
    */
   useWalSync(sync: WalSync | null, onFailure?: (err: Error) => void): Promise<void>;
-  /** Null when every commit of this queue is on disk; else resolves once it is. */
+  /**
+   * Null when every commit of this queue is on disk; else resolves once it
+   * is. Rejects (database_unavailable) once an fdatasync failed: a commit
+   * whose fdatasync failed stays visible to readers, so nothing read may
+   * leave the process any more.
+   */
   durable(): Promise<void> | null;
   /**
    * Runs `read` now if every commit is on disk, else once the fdatasync in
    * flight returned, before any later batch commits: what it reads is on disk.
+   * After a failed fdatasync, `read` is not run and the promise rejects.
    */
   whenDurable<T>(read: () => T): T | Promise<T>;
 }
@@ -149,6 +157,11 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
   /** Another connection held the write lock: the queue is tried again when this fires. */
   let lockRetry: NodeJS.Timeout | null = null;
   let lockRetryMs = 0;
+
+  /** After the fdatasync awaited: its failure refuses the readers that waited for it. */
+  function refuseIfSyncFailed(): void {
+    if (syncFailed) throw syncFailed;
+  }
 
   function settle(jobs: Job[], outcomes: Outcome[]): void {
     jobs.forEach((job, i) => {
@@ -181,7 +194,9 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
       sync.sync((err) => {
         syncing = null;
         if (err) {
-          syncFailed = new ApiError('database_unavailable', `the disk failed to make a write durable (${err.message}); it may or may not be saved. Till takes no more writes until it is restarted: check the disk.`);
+          // A full disk is disk_full, as the free-space check would have said had it seen it coming.
+          const code = (err as NodeJS.ErrnoException).code === 'ENOSPC' || (err as NodeJS.ErrnoException).code === 'EDQUOT' ? 'disk_full' : 'database_unavailable';
+          syncFailed = new ApiError(code, `the disk failed to make a write durable (${err.message}); it may or may not be saved. Till answers nothing from its database until it is restarted: check the disk.`);
           jobs.forEach((job) => job.reject(syncFailed));
           onSyncFailure(err);
         } else {
@@ -284,10 +299,12 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
       while (syncing) await syncing;
     },
     durable(): Promise<void> | null {
-      return syncing;
+      if (syncFailed) return Promise.reject(syncFailed);
+      return syncing?.then(refuseIfSyncFailed) ?? null;
     },
     whenDurable<T>(read: () => T): T | Promise<T> {
-      return syncing ? syncing.then(read) : read();
+      if (syncFailed) return Promise.reject(syncFailed);
+      return syncing ? syncing.then(() => (refuseIfSyncFailed(), read())) : read();
     },
   };
 }

@@ -52,10 +52,10 @@ interface Route {
 export class DirectGets {
   readonly #routes: Route[] = [];
   readonly #log: RequestLog;
-  readonly #whenDurable: (read: () => void) => void;
+  readonly #whenDurable: (read: () => void) => void | Promise<void>;
 
   /** `whenDurable`: the write queue's; answers are read and sent through it (docs/DECISIONS.md). */
-  constructor(log: RequestLog, whenDurable: (read: () => void) => void) {
+  constructor(log: RequestLog, whenDurable: (read: () => void) => void | Promise<void>) {
     this.#log = log;
     this.#whenDurable = whenDurable;
   }
@@ -110,7 +110,15 @@ export class DirectGets {
     for (const route of this.#routes) {
       if (!matchesSegments(route.segments, segments)) continue;
       const request = new NodeRequest(req, route.params, segments, queryAt < 0 ? '' : url.slice(queryAt + 1));
-      afterReads(() => this.#whenDurable(() => this.#answer(route, request, res, app, path, started)));
+      afterReads(() => {
+        const answered = this.#whenDurable(() => this.#answer(route, request, res, app, path, started));
+        // Refused after a failed fdatasync, before reading: the app answers with the error.
+        if (answered instanceof Promise) {
+          answered.catch(() => {
+            if (!res.headersSent) app(request.node, res);
+          });
+        }
+      });
       return true;
     }
     return false;
@@ -191,7 +199,7 @@ function isRepeated(rawHeaders: readonly string[], lowerName: string): boolean {
 const registered = new WeakMap<H3, DirectGets>();
 
 /** The direct GETs of an app, which its routes register into. */
-export function createDirectGets(app: H3, log: RequestLog, whenDurable: (read: () => void) => void): DirectGets {
+export function createDirectGets(app: H3, log: RequestLog, whenDurable: (read: () => void) => void | Promise<void>): DirectGets {
   const direct = new DirectGets(log, whenDurable);
   registered.set(app, direct);
   return direct;

@@ -45,12 +45,18 @@ export function defineRoute(app: H3, path: string, methods: Partial<Record<HTTPM
 async function answerHead(get: Handler, event: H3Event): Promise<unknown> {
   const result = await get(event);
   if (isAbortable(result)) {
-    result.abort();
+    await discardAnswer(result);
     return new Response(null, { status: event.res.status ?? 200, headers: event.res.headers });
   }
   if (!(result instanceof Response)) return result; // serialised by h3; the server sends no body for HEAD
-  await result.body?.cancel();
+  await discardAnswer(result);
   return new Response(null, { status: result.status, statusText: result.statusText, headers: result.headers });
+}
+
+/** Lets go of an answer that will not be sent: a streamed body is closed, so it holds no stream slot. */
+export async function discardAnswer(answer: unknown): Promise<void> {
+  if (isAbortable(answer)) answer.abort();
+  else if (answer instanceof Response) await answer.body?.cancel();
 }
 
 function isAbortable(result: unknown): result is { abort(): void } {

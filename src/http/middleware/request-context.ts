@@ -2,12 +2,15 @@ import { randomUUID } from 'node:crypto';
 import type { H3Event, Middleware } from 'h3';
 import { createLineLogger, type Logger } from '../../log.ts';
 import { errorResponse, toApiError } from '../errors.ts';
+import { discardAnswer } from '../internal/route.ts';
 
 declare module 'h3' {
   interface H3EventContext {
     requestId?: string;
     /** Id of the API key that authenticated the request, for the log line. */
     apiKeyId?: string;
+    /** The route answers without reading the database: its answer goes out even after a failed fdatasync. */
+    readsNoData?: boolean;
   }
 }
 
@@ -46,7 +49,9 @@ export function createRequestLog(logger: Logger): RequestLog {
  * Gives every request an id (X-Request-Id and error.request_id are the same
  * UUID), turns every thrown error into the spec's envelope, and writes the
  * request's log line. An answer waits for `durable` (the write queue's): what
- * it read may come from a commit whose fdatasync has not returned yet.
+ * it read may come from a commit whose fdatasync has not returned yet. If that
+ * fdatasync failed, the answer is dropped for the error, unless the route
+ * read nothing from the database (`readsNoData`: /healthz, which says so).
  */
 export function requestContext(logger: Logger, log: RequestLog, durable: () => Promise<void> | null): Middleware {
   return async (event, next) => {
@@ -54,25 +59,36 @@ export function requestContext(logger: Logger, log: RequestLog, durable: () => P
     const requestId = randomUUID();
     event.context.requestId = requestId;
     event.res.headers.set('x-request-id', requestId);
-    let status = 500;
-    try {
-      const result = await next();
-      status = result instanceof Response ? result.status : (event.res.status ?? 200);
-      return result;
-    } catch (err) {
+    const answerError = (err: unknown, keep: (header: string) => boolean): Response => {
       const apiError = toApiError(err);
       if (apiError.status >= 500 && apiError.code === 'internal_error') {
         logger.error({ req_id: requestId, err }, 'unhandled error');
       }
-      status = apiError.status;
       const headers: Record<string, string> = {};
-      event.res.headers.forEach((v, k) => (headers[k] = v));
+      event.res.headers.forEach((v, k) => keep(k) && (headers[k] = v));
       return errorResponse(apiError, requestId, headers);
-    } finally {
-      // The answer, whichever it is, goes out only after this wait.
-      const pending = durable();
-      if (pending) await pending;
-      log({ requestId, method: event.req.method, path: event.url.pathname, status, started, keyId: event.context.apiKeyId });
+    };
+    let answer: unknown;
+    try {
+      answer = await next();
+    } catch (err) {
+      answer = answerError(err, () => true);
     }
+    // The answer, whichever it is, goes out only after this wait.
+    const pending = durable();
+    if (pending) {
+      try {
+        await pending;
+      } catch (err) {
+        if (!event.context.readsNoData) {
+          await discardAnswer(answer);
+          // Only CORS is kept: the dropped answer's Location or Idempotent-Replayed would describe what it said.
+          answer = answerError(err, (header) => header.startsWith('access-control-') || header === 'vary');
+        }
+      }
+    }
+    const status = answer instanceof Response ? answer.status : (event.res.status ?? 200);
+    log({ requestId, method: event.req.method, path: event.url.pathname, status, started, keyId: event.context.apiKeyId });
+    return answer;
   };
 }

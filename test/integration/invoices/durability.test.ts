@@ -4,6 +4,7 @@
 // the test says so.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { capturedLogger } from '../../helpers/captured-log.ts';
 import { heldSync } from '../../helpers/held-sync.ts';
 import { call, setupStore, startTestTill, TRANSPORTS } from '../../helpers/till-server.ts';
 import { openEvents, within } from '../checkout/checkout-helpers.ts';
@@ -117,7 +118,79 @@ describe('a failed fdatasync (socket)', () => {
     assert.equal(health.status, 503);
     assert.equal(health.body.status, 'degraded');
     assert.deepEqual(health.body.database, { status: 'failed', error: 'EIO: i/o error, fdatasync' });
-    assert.equal((await call(till, 'GET', '/v1/invoices', { key: s.key })).status, 200, 'reads go on');
+  });
+
+  test('its batch is answered to nobody: readers that waited for it, later reads, replays and webhooks are refused', async (t) => {
+    const f = await startWebhookFixture(t);
+    const { till, store } = f;
+    const before = assertInvoice(await postInvoice(till, store.key, { amount_sats: 1000 }));
+    await f.till.rt.webhooks.runOnce();
+    const sentBefore = f.receiver.requests.length;
+    const held = heldSync();
+    await till.rt.ctx.writes.useWalSync(held.sync);
+    const idem = { 'idempotency-key': 'order-1' };
+    const created = call(till, 'POST', '/v1/invoices', { key: store.key, body: { amount_sats: 2000 }, headers: idem });
+    await held.untilRequested();
+    const refusedId = till.rt.ctx.db.prepare('SELECT id FROM invoices WHERE amount_sats = 2000').pluck().get() as string;
+    assert.ok(refusedId, 'committed, not yet durable');
+    // Readers arriving while the fdatasync runs: each would show the new invoice.
+    const waiting = [
+      call(till, 'GET', '/v1/invoices', { key: store.key }),
+      call(till, 'GET', `/v1/invoices/${refusedId}`, { key: store.key }),
+      call(till, 'GET', `/pay/invoices/${refusedId}`),
+    ];
+    await sleep(50);
+    held.finish(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
+    assert.equal((await created).status, 503);
+    for (const r of await Promise.all(waiting)) {
+      assert.equal(r.status, 503, r.text);
+      assert.equal(r.body.error.code, 'database_unavailable');
+      assert.doesNotMatch(r.text, new RegExp(refusedId));
+    }
+    // Later reads too, of invoices made before as well: the process cannot tell one from the other.
+    for (const path of [`/v1/invoices/${refusedId}`, `/v1/invoices/${before.id}`, `/pay/invoices/${before.id}`, '/v1/invoices']) {
+      const r = await call(till, 'GET', path, { key: store.key });
+      assert.equal(r.status, 503, `${path}: ${r.text}`);
+      assert.ok(r.headers.get('x-request-id'));
+      assert.equal(r.body.error.request_id, r.headers.get('x-request-id'));
+    }
+    const replay = await call(till, 'POST', '/v1/invoices', { key: store.key, body: { amount_sats: 2000 }, headers: idem });
+    assert.equal(replay.status, 503, 'the refused creation is not replayed as a 201');
+    assert.equal(replay.headers.get('idempotent-replayed'), null);
+    await f.till.rt.webhooks.runOnce();
+    assert.equal(f.receiver.requests.length, sentBefore, 'no webhook of the refused batch was sent');
+    assert.equal((await call(till, 'GET', '/healthz')).status, 503, '/healthz still answers, to say so');
+  });
+
+  test('stops the background workers, which could only fail: one error is logged, not one a second', async (t) => {
+    const { logger, lines } = capturedLogger();
+    const till = await startTestTill(t, { logger, startWorkers: true, expiryIntervalMs: 10 });
+    const s = setupStore(till);
+    assertInvoice(await postInvoice(till, s.key, { amount_sats: 1000 }));
+    const held = heldSync();
+    await till.rt.ctx.writes.useWalSync(held.sync);
+    const first = postInvoice(till, s.key, { amount_sats: 1000 });
+    await held.untilRequested();
+    held.finish(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
+    assert.equal((await first).status, 503);
+    // Both invoices are due: a running expiry worker would try, and fail, every 10 ms.
+    till.clock.advance(31 * 60_000);
+    await sleep(200);
+    const errors = lines.filter((l) => l.level === 'error' || l.level === 50).map((l) => l.msg);
+    assert.deepEqual(errors, ['the WAL could not be made durable: Till answers nothing from its database until it is restarted']);
+  });
+
+  test('a full disk is disk_full', async (t) => {
+    const till = await startTestTill(t);
+    const s = setupStore(till);
+    const held = heldSync();
+    await till.rt.ctx.writes.useWalSync(held.sync);
+    const first = postInvoice(till, s.key, { amount_sats: 1000 });
+    await held.untilRequested();
+    held.finish(Object.assign(new Error('ENOSPC: no space left on device, fdatasync'), { code: 'ENOSPC' }));
+    const refused = await first;
+    assert.equal(refused.status, 503);
+    assert.equal(refused.body.error.code, 'disk_full');
   });
 });
 

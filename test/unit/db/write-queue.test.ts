@@ -204,6 +204,36 @@ test('a failed fdatasync refuses its batch and every later write, and is reporte
   assert.equal(failures.length, 1);
 });
 
+test('after a failed fdatasync, readers are refused: those that waited for it and every later one', async (t) => {
+  const { db, queue } = setup(t);
+  const held = heldSync();
+  await queue.useWalSync(held.sync);
+  const write = queue.run(() => db.prepare('INSERT INTO t (v) VALUES (1)').run());
+  await turn();
+  let read = 0;
+  const waited = queue.whenDurable(() => ++read);
+  const answer = queue.durable();
+  held.finish(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
+  await assert.rejects(write);
+  const refused = (err: Error & { code?: string }) => err.code === 'database_unavailable';
+  await assert.rejects(Promise.resolve(waited), refused);
+  await assert.rejects(answer!, refused);
+  await assert.rejects(Promise.resolve(queue.whenDurable(() => ++read)), refused);
+  await assert.rejects(queue.durable()!, refused);
+  assert.equal(read, 0, 'nothing was read for an answer');
+});
+
+test('an fdatasync failing with ENOSPC refuses with disk_full', async (t) => {
+  const { db, queue } = setup(t);
+  const held = heldSync();
+  await queue.useWalSync(held.sync);
+  const write = queue.run(() => db.prepare('INSERT INTO t (v) VALUES (1)').run());
+  await turn();
+  held.finish(Object.assign(new Error('ENOSPC: no space left on device, fdatasync'), { code: 'ENOSPC' }));
+  await assert.rejects(write, (err: Error & { code?: string }) => err.code === 'disk_full');
+  await assert.rejects(queue.durable()!, (err: Error & { code?: string }) => err.code === 'disk_full');
+});
+
 test('detaching the WalSync waits for the fdatasync in flight; later batches commit with SQLite\'s fsync again', async (t) => {
   const { db, queue, rows } = setup(t);
   const held = heldSync();
