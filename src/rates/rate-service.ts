@@ -1,5 +1,5 @@
 // The USD per BTC rate fiat invoices are priced at. A background loop asks every
-// provider in parallel and keeps the median of those that answer; the result is
+// provider in parallel and keeps the median of those that answer and agree; the result is
 // persisted so a restart without internet still has it. Nothing ever waits on a
 // provider except the loop itself: current() answers from memory at once.
 import { type Clock, toIso } from '../clock.ts';
@@ -93,8 +93,8 @@ export class RateService {
   }
 
   /**
-   * Asks every provider now and keeps the median of the answers. If none
-   * answers, the last rate stays (and ages). Never rejects; a refresh already
+   * Asks every provider now and keeps the median of the answers that agree
+   * (agreeOnRate). If none answers, or they disagree, the last rate stays (and ages). Never rejects; a refresh already
    * under way is joined rather than doubled. A fixed rate has nothing to refresh.
    */
   refreshNow(): Promise<void> {
@@ -154,9 +154,15 @@ export class RateService {
       this.#logger?.warn({ failures, answered: answered.length }, 'rate sources failed');
     }
     if (answered.length === 0) return;
+    const agreed = agreeOnRate(answered);
+    if (agreed.used.length < answered.length) {
+      const quotes = Object.fromEntries(answered.map((a) => [a.name, (a.cents / 100).toFixed(2)]));
+      this.#logger?.warn({ quotes, left_out: agreed.left }, agreed.cents === null ? 'rate sources disagree: the last rate stays' : 'rate source far from the others left out');
+    }
+    if (agreed.cents === null) return;
     const rate: StoredRate = {
-      rateCentsPerBtc: medianCents(answered.map((a) => a.cents)),
-      source: answered.length === 1 ? answered[0]!.name : `median(${answered.map((a) => a.name).join(',')})`,
+      rateCentsPerBtc: agreed.cents,
+      source: agreed.used.length === 1 ? agreed.used[0]! : `median(${agreed.used.join(',')})`,
       fetchedAt: this.#clock.now(),
     };
     this.#last = rate;
@@ -183,6 +189,27 @@ export class RateService {
     }
     return { rateCentsPerBtc: stored.rateCentsPerBtc, source: stored.source, fetchedAt: stored.fetchedAt };
   }
+}
+
+/** How far (in basis points of the median) a quote may be from the median of all quotes and still count. */
+export const AGREEMENT_BPS = 500;
+
+/**
+ * The median of the quotes that agree: a quote more than 5 % from the median
+ * of all is left out (a provider answering in another unit, or a stuck
+ * market), and the rest count only if they are more than half of the
+ * answers. Otherwise there is no rate (`cents` null): with two quotes 10 %
+ * apart, the median alone would price at a mean that neither said. One
+ * quote has nothing to be checked against and is taken.
+ */
+export function agreeOnRate(quotes: readonly { name: string; cents: number }[]): { cents: number | null; used: string[]; left: string[] } {
+  const all = medianCents(quotes.map((q) => q.cents));
+  // Integer comparison: |cents - all| * 10,000 <= all * bps, exact up to 2^53 for any real rate.
+  const agrees = (q: { cents: number }) => Math.abs(q.cents - all) * 10_000 <= all * AGREEMENT_BPS;
+  const kept = quotes.filter(agrees);
+  const left = quotes.filter((q) => !agrees(q)).map((q) => q.name);
+  if (kept.length * 2 <= quotes.length) return { cents: null, used: [], left };
+  return { cents: medianCents(kept.map((q) => q.cents)), used: kept.map((q) => q.name), left };
 }
 
 /**

@@ -4,7 +4,7 @@ import { ManualClock } from '../../../src/clock.ts';
 import { ApiError } from '../../../src/domain/errors.ts';
 import { createFixedProvider } from '../../../src/rates/fixed.ts';
 import { type RateProvider, parseRateSources } from '../../../src/rates/provider.ts';
-import { type RateLogger, RateService, type RateStore, type StoredRate, medianCents } from '../../../src/rates/rate-service.ts';
+import { type RateLogger, RateService, type RateStore, type StoredRate, agreeOnRate, medianCents } from '../../../src/rates/rate-service.ts';
 import { type FakeRateSource, startFakeRateSource } from '../../fakes/rate-source.ts';
 
 const TEN_MINUTES = 600_000;
@@ -55,6 +55,30 @@ describe('medianCents', () => {
     test(why, () => assert.equal(medianCents(values), median));
   }
   test('no values is a bug', () => assert.throws(() => medianCents([]), RangeError));
+});
+
+describe('agreeOnRate', () => {
+  const q = (...cents: number[]) => cents.map((c, i) => ({ name: ['kraken', 'bitstamp', 'coinbase', 'fourth'][i]!, cents: c }));
+  const valid: { quotes: ReturnType<typeof q>; cents: number; used: string[]; why: string }[] = [
+    { quotes: q(6_500_000), cents: 6_500_000, used: ['kraken'], why: 'one quote is taken: nothing to check it against' },
+    { quotes: q(6_500_000, 6_510_000), cents: 6_505_000, used: ['kraken', 'bitstamp'], why: 'two close quotes: their mean' },
+    { quotes: q(6_500_000, 65_000, 6_510_000), cents: 6_505_000, used: ['kraken', 'coinbase'], why: 'one quote in cents among three is left out' },
+    { quotes: q(6_500_000, 6_510_000, 9_000_000), cents: 6_505_000, used: ['kraken', 'bitstamp'], why: 'a stuck market 38 % away is left out' },
+    { quotes: q(9_500, 10_000, 10_500), cents: 10_000, used: ['kraken', 'bitstamp', 'coinbase'], why: 'exactly 5 % from the median still counts' },
+    { quotes: q(9_499, 10_000, 10_000), cents: 10_000, used: ['bitstamp', 'coinbase'], why: 'just over 5 % is left out' },
+  ];
+  for (const { quotes, cents, used, why } of valid) {
+    test(why, () => assert.deepEqual(agreeOnRate(quotes), { cents, used, left: quotes.map((x) => x.name).filter((n) => !used.includes(n)) }));
+  }
+  const invalid: { quotes: ReturnType<typeof q>; why: string }[] = [
+    { quotes: q(6_500_000, 65_000), why: 'two quotes, one in cents: no rate, where the median said 32,825 USD' },
+    { quotes: q(6_500_000, 7_500_000), why: 'two quotes 15 % apart' },
+    { quotes: q(100, 6_500_000, 9_000_000_000), why: 'three quotes all far apart' },
+    { quotes: q(6_500_000, 6_500_000, 65_000, 65_000), why: 'a tie: two against two' },
+  ];
+  for (const { quotes, why } of invalid) {
+    test(`no rate: ${why}`, () => assert.equal(agreeOnRate(quotes).cents, null));
+  }
 });
 
 describe('RateService', () => {
@@ -109,6 +133,36 @@ describe('RateService', () => {
     assert.deepEqual(service.current(), { rateCentsPerBtc: 9_700_001, source: 'median(kraken,bitstamp)', fetchedAt: clock.now() });
     assert.equal(logger.warnings.length, 1);
     assert.match(JSON.stringify(logger.warnings[0]!.fields), /coinbase: HTTP 500/);
+  });
+
+  test('a source far from the others is left out, named in a warning', async () => {
+    fake.setPrice('kraken', '97000.00000');
+    fake.setPrice('bitstamp', '970.00');
+    fake.setPrice('coinbase', '97100.00');
+    const logger = createLogger();
+    const service = createService({ logger });
+    await service.refreshNow();
+    assert.deepEqual(service.current(), { rateCentsPerBtc: 9_705_000, source: 'median(kraken,coinbase)', fetchedAt: clock.now() });
+    assert.deepEqual(logger.warnings.map((w) => w.message), ['rate source far from the others left out']);
+    assert.deepEqual((logger.warnings[0]!.fields as { left_out: string[] }).left_out, ['bitstamp']);
+  });
+
+  test('two sources that disagree give no rate: the last one stays, ageing to 503', async () => {
+    fake.setPrice('kraken', '97000.00000');
+    fake.setPrice('bitstamp', '97000');
+    fake.setPrice('coinbase', '97000.00');
+    const logger = createLogger();
+    const service = createService({ logger });
+    await service.refreshNow();
+    fake.setPrice('kraken', '97100.00000');
+    fake.setPrice('bitstamp', '971.00');
+    fake.setMode('coinbase', { kind: 'status500' });
+    clock.advance(60_000);
+    await service.refreshNow();
+    assert.equal(service.current().rateCentsPerBtc, 9_700_000, 'not the mean of 97,100 and 971');
+    assert.ok(logger.warnings.some((w) => w.message === 'rate sources disagree: the last rate stays'));
+    clock.advance(TEN_MINUTES);
+    assert.throws(() => service.current(), isRatesUnavailable);
   });
 
   test('one answer out of three is used alone and named', async () => {
