@@ -15,7 +15,7 @@ export interface WalSync {
  * no POSIX locks on the -wal file (only on the database and -shm files), so
  * opening and closing one here cannot drop SQLite's locks. The descriptor is
  * opened at the first sync (the WAL exists once a commit wrote to it) and
- * opened again if the file was replaced. Null where there is no WAL file.
+ * opened again if another file took its name. Null where there is no WAL file.
  */
 export function openWalSync(db: Db): WalSync | null {
   if (db.memory || db.name === '' || String(db.pragma('journal_mode', { simple: true })).toLowerCase() !== 'wal') return null;
@@ -26,7 +26,8 @@ export function openWalSync(db: Db): WalSync | null {
     if (fd !== null) {
       const open = fstatSync(fd);
       const named = statSync(path, { throwIfNoEntry: false });
-      if (named && named.ino === open.ino && named.dev === open.dev) return fd;
+      // No file by that name (the data dir was moved): SQLite writes to the one open here, so this syncs it.
+      if (!named || (named.ino === open.ino && named.dev === open.dev)) return fd;
       closeSync(fd);
       fd = null;
     }

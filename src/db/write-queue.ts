@@ -190,21 +190,23 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
 
   /** Settles the committed batch once `sync` made it durable; settled in its callback, before any later batch commits. */
   function settleWhenDurable(jobs: Job[], outcomes: Outcome[], sync: WalSync): void {
-    syncing = new Promise((resolve) => {
-      sync.sync((err) => {
-        syncing = null;
-        if (err) {
-          // A full disk is disk_full, as the free-space check would have said had it seen it coming.
-          const code = (err as NodeJS.ErrnoException).code === 'ENOSPC' || (err as NodeJS.ErrnoException).code === 'EDQUOT' ? 'disk_full' : 'database_unavailable';
-          syncFailed = new ApiError(code, `the disk failed to make a write durable (${err.message}); it may or may not be saved. Till answers nothing from its database until it is restarted: check the disk.`);
-          jobs.forEach((job) => job.reject(syncFailed));
-          onSyncFailure(err);
-        } else {
-          settle(jobs, outcomes);
-        }
-        resolve();
-        flushIfWaiting();
-      });
+    // Set before sync() is called: its callback may run at once (a descriptor that cannot be opened).
+    let synced!: () => void;
+    syncing = new Promise((resolve) => (synced = resolve));
+    sync.sync((err) => {
+      syncing = null;
+      if (err) {
+        // A full disk is disk_full, as the free-space check would have said had it seen it coming.
+        const code = (err as NodeJS.ErrnoException).code === 'ENOSPC' || (err as NodeJS.ErrnoException).code === 'EDQUOT' ? 'disk_full' : 'database_unavailable';
+        syncFailed = new ApiError(code, `the disk failed to make a write durable (${err.message}); it may or may not be saved. Till answers nothing from its database until it is restarted: check the disk.`);
+        // A write that failed by itself wrote nothing: its own error still says why.
+        settle(jobs, outcomes.map((o) => (o.ok ? { ok: false, error: syncFailed } : o)));
+        onSyncFailure(err);
+      } else {
+        settle(jobs, outcomes);
+      }
+      synced();
+      flushIfWaiting();
     });
   }
 
@@ -247,7 +249,8 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
       if (sync) db.pragma(`synchronous = ${synchronous}`);
     }
     lockRetryMs = 0;
-    if (sync) settleWhenDurable(jobs, outcomes, sync);
+    // A batch whose every write failed committed nothing: no fdatasync to wait for.
+    if (sync && outcomes.some((o) => o.ok)) settleWhenDurable(jobs, outcomes, sync);
     else settle(jobs, outcomes);
   }
 

@@ -8,7 +8,13 @@ let lastCheck = { at: -Infinity, dir: '', freeBytes: Infinity };
 /** Free bytes on the data directory's filesystem, re-read at most once a second. */
 export function freeDiskBytes(dataDir: string, nowMs = performance.now()): number {
   if (lastCheck.dir !== dataDir || nowMs - lastCheck.at >= CHECK_EVERY_MS) {
-    const s = statfsSync(dataDir);
+    let s;
+    try {
+      s = statfsSync(dataDir);
+    } catch (err) {
+      // Not cached: asked again at the next write, which succeeds once the directory is back.
+      throw new ApiError('database_unavailable', `cannot read the free space where Till keeps its data (${(err as NodeJS.ErrnoException).code ?? String(err)}): is the data directory still there and mounted?`);
+    }
     lastCheck = { at: nowMs, dir: dataDir, freeBytes: s.bavail * s.bsize };
   }
   return lastCheck.freeBytes;

@@ -2,7 +2,7 @@
 // would have succeeded without the condition, writes nothing, and succeeds
 // once the condition is gone (safe to retry, same Idempotency-Key).
 import assert from 'node:assert/strict';
-import { statfsSync } from 'node:fs';
+import { existsSync, renameSync, statfsSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { databasePath } from '../../../src/db/connection.ts';
@@ -66,6 +66,25 @@ describe('503 responses (socket)', () => {
 
     till.rt.ctx.config.minFreeDiskMb = 0;
     assertInvoice(await postInvoice(till, s.key, { amount_sats: 1000 }, { 'idempotency-key': 'disk' }));
+  });
+
+  test('database_unavailable: the data directory cannot be found to measure its free space (moved, unmounted)', async (t) => {
+    const till = await startTestTill(t, { env: { TILL_MIN_FREE_DISK_MB: '1' } });
+    const s = setupStore(till);
+    const dir = till.config.dataDir;
+    assertInvoice(await postInvoice(till, s.key, { amount_sats: 1000 }));
+    renameSync(dir, `${dir}.moved`);
+    t.after(() => existsSync(`${dir}.moved`) && renameSync(`${dir}.moved`, dir));
+    // The free space read before the move is kept for a second.
+    await new Promise((r) => setTimeout(r, 1100));
+    const res = await assertWritesNothing(till, () => postInvoice(till, s.key, { amount_sats: 1000 }, { 'idempotency-key': 'moved' }));
+    assert.match(String(assertError(res, 503, 'database_unavailable').message), /ENOENT.*still there and mounted/);
+    // Without the check, SQLite's open files still take writes, made durable through the WAL already open.
+    till.rt.ctx.config.minFreeDiskMb = 0;
+    assertInvoice(await postInvoice(till, s.key, { amount_sats: 2000 }));
+    till.rt.ctx.config.minFreeDiskMb = 1;
+    renameSync(`${dir}.moved`, dir);
+    assertInvoice(await postInvoice(till, s.key, { amount_sats: 1000 }, { 'idempotency-key': 'moved' }));
   });
 
   test('database_unavailable: another connection holds the write lock past the busy timeout', async (t) => {

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import { startDbThread } from '../../../src/db/db-thread.ts';
 import { createWriteQueue } from '../../../src/db/write-queue.ts';
+import type { WalSync } from '../../../src/db/wal-sync.ts';
 import { join } from 'node:path';
 import { heldSync } from '../../helpers/held-sync.ts';
 import { tempDir } from '../../helpers/temp.ts';
@@ -221,6 +222,29 @@ test('after a failed fdatasync, readers are refused: those that waited for it an
   await assert.rejects(Promise.resolve(queue.whenDurable(() => ++read)), refused);
   await assert.rejects(queue.durable()!, refused);
   assert.equal(read, 0, 'nothing was read for an answer');
+});
+
+test('a WalSync failing at once (no descriptor) refuses like any failed fdatasync, and detaching it still returns', async (t) => {
+  const { db, queue } = setup(t);
+  const failing: WalSync = { sync: (done) => done(Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' })), close() {} };
+  await queue.useWalSync(failing);
+  await assert.rejects(queue.run(() => db.prepare('INSERT INTO t (v) VALUES (1)').run()), (err: Error & { code?: string }) => err.code === 'database_unavailable');
+  await assert.rejects(queue.durable()!, (err: Error & { code?: string }) => err.code === 'database_unavailable');
+  await queue.useWalSync(null);
+});
+
+test('with a WalSync, a write failing alone keeps its own error and waits for no fdatasync; beside a failed fdatasync too', async (t) => {
+  const { db, queue } = setup(t);
+  const held = heldSync();
+  await queue.useWalSync(held.sync);
+  await assert.rejects(queue.run(() => { throw new Error('mine'); }), /mine/);
+  assert.equal(held.requested, 0, 'nothing was committed, so nothing synced');
+  const ok = queue.run(() => db.prepare('INSERT INTO t (v) VALUES (1)').run());
+  const bad = queue.run(() => { throw new Error('mine too'); });
+  await turn();
+  held.finish(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
+  await assert.rejects(ok, (err: Error & { code?: string }) => err.code === 'database_unavailable');
+  await assert.rejects(bad, /mine too/);
 });
 
 test('an fdatasync failing with ENOSPC refuses with disk_full', async (t) => {
