@@ -15,10 +15,13 @@ export function configFrom(cmd: Command, extra: { demo?: boolean; ignoreFile?: b
   return loadConfig({ flags, demo: extra.demo, ignoreFile: extra.ignoreFile });
 }
 
-/** Opens the data directory for a one-shot admin command; closes it on exit. */
-export function withContext<T>(cmd: Command, fn: (ctx: Context) => T): T {
+/**
+ * Opens the data directory for a one-shot admin command; closes it on exit.
+ * Only a command that creates (`create`) makes a new database where there is none.
+ */
+export function withContext<T>(cmd: Command, fn: (ctx: Context) => T, opts: { create?: boolean } = {}): T {
   const config = configFrom(cmd);
-  const db = openDatabase(config.dataDir, { synchronous: config.synchronous, busyTimeoutMs: config.busyTimeoutMs });
+  const db = openDatabase(config.dataDir, { synchronous: config.synchronous, busyTimeoutMs: config.busyTimeoutMs, mustExist: !opts.create });
   try {
     return fn(createContext(db, systemClock, config));
   } finally {

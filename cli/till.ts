@@ -1,5 +1,6 @@
 #!/usr/bin/env -S node --max-semi-space-size=8
 import { ConfigError } from '../src/config.ts';
+import { NoDatabaseError } from '../src/db/connection.ts';
 import { SchemaTooNewError } from '../src/db/migrate.ts';
 import { ApiError } from '../src/domain/errors.ts';
 import { LeaseHeldError } from '../src/services/server-lease.ts';
@@ -9,7 +10,7 @@ import { buildProgram } from './program.ts';
 try {
   await buildProgram().parseAsync(process.argv);
 } catch (err) {
-  if (err instanceof ApiError || err instanceof ConfigError || err instanceof SchemaTooNewError || err instanceof LeaseHeldError) fail(err.message);
+  if (err instanceof ApiError || err instanceof ConfigError || err instanceof SchemaTooNewError || err instanceof NoDatabaseError || err instanceof LeaseHeldError) fail(err.message);
   const code = (err as NodeJS.ErrnoException).code;
   if (code === 'SQLITE_CANTOPEN' || code === 'SQLITE_BUSY' || code === 'SQLITE_NOTADB') fail(`database: ${(err as Error).message}`);
   fail(`unexpected error: ${(err as Error).message}`);

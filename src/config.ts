@@ -101,6 +101,8 @@ function httpUrl(raw: unknown, where: string): string {
     throw new ConfigError(`${where} must be an http(s) URL (got "${s}")`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`${where} must be an http(s) URL`);
+  // Never used from a URL (fetch refuses them), and `config show` would print the password: said, not echoed.
+  if (url.username || url.password) throw new ConfigError(`${where} must not hold a user name or password (for bitcoind: bitcoind.rpc_user and bitcoind.rpc_password, or its cookie file)`);
   return s.replace(/\/+$/, '');
 }
 
@@ -248,6 +250,9 @@ export function loadConfig(opts: LoadOptions = {}): Config {
         `${file.path}: unknown setting ${unknown.map((k) => (k.includes('"') ? k : `"${k}"`)).join(', ')}` +
           (dotted ? '; a setting like bitcoind.enabled is a table: [bitcoind] enabled = … in TOML, {"bitcoind": {"enabled": …}} in JSON' : ''),
       );
+    }
+    if ('data_dir' in file.values) {
+      throw new ConfigError(`${file.path}: data_dir cannot be set in the file, which is read from the data directory itself; use --data-dir or TILL_DATA_DIR`);
     }
     layers.push([file.path, (s) => readNested(file.values, s.file)]);
   }

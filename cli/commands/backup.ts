@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { SECRET_KEY_FILE } from '../../src/auth/secret-box.ts';
 import { systemClock } from '../../src/clock.ts';
-import { databasePath } from '../../src/db/connection.ts';
+import { assertDatabaseExists, databasePath } from '../../src/db/connection.ts';
 import { configFrom } from '../context.ts';
 import { emit } from '../output.ts';
 
@@ -23,7 +23,7 @@ export function backupCommand(): Command {
       if (existsSync(target)) this.error(`${target} exists already`);
       // Read-only, as it is: a backup taken before an upgrade keeps the old
       // schema, and a mistyped --data-dir is an error, not an empty database.
-      if (!existsSync(databasePath(config.dataDir))) this.error(`no Till database in ${config.dataDir} (check --data-dir)`);
+      assertDatabaseExists(config.dataDir);
       const db = new Database(databasePath(config.dataDir), { readonly: true, fileMustExist: true, timeout: config.busyTimeoutMs });
       mkdirSync(target, { recursive: true, mode: 0o700 });
       try {

@@ -45,7 +45,7 @@ export function storeCommand(): Command {
       .addOption(new Option('--mode <mode>', 'live (real payments) or test (simulated)').choices(STORE_MODES).makeOptionMandatory()),
   ).action(function (this: Command) {
     const o = this.opts();
-    const { store, callbackSecret } = withContext(this, (ctx) => createStore(ctx, { ...settingsFrom(o), name: o.name, mode: o.mode }));
+    const { store, callbackSecret } = withContext(this, (ctx) => createStore(ctx, { ...settingsFrom(o), name: o.name, mode: o.mode }), { create: true });
     emit(this.optsWithGlobals(), { ...storeView(store), callback_secret: callbackSecret }, () =>
       [
         `created ${describe(storeView(store))}`,

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { migrate } from './migrate.ts';
 
@@ -12,6 +12,20 @@ export interface OpenOptions {
   readonly?: boolean;
   /** SQLite's page cache, at most (SQLite's default is 2 MiB). */
   cacheMiB?: number;
+  /** Refuse a data dir without a database, rather than create one: a mistyped --data-dir is not a new, empty till. */
+  mustExist?: boolean;
+}
+
+/** The data directory holds no database (and was asked not to get one). */
+export class NoDatabaseError extends Error {
+  override name = 'NoDatabaseError';
+}
+
+/** Throws NoDatabaseError unless `dataDir` holds a database. */
+export function assertDatabaseExists(dataDir: string): void {
+  if (!existsSync(databasePath(dataDir))) {
+    throw new NoDatabaseError(`no Till database in ${dataDir}: check --data-dir (or TILL_DATA_DIR, data_dir), or create one with till init`);
+  }
 }
 
 export const DB_FILE = 'till.db';
@@ -27,7 +41,9 @@ export function databasePath(dataDir: string): string {
  * server's group commits get their fsync from a WalSync instead, off the loop).
  */
 export function openDatabase(dataDir: string, opts: OpenOptions = {}): Db {
+  if (opts.mustExist) assertDatabaseExists(dataDir);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  createPrivately(databasePath(dataDir));
   const db = new Database(databasePath(dataDir), { timeout: opts.busyTimeoutMs ?? 5000 });
   try {
     db.pragma('journal_mode = WAL');
@@ -43,6 +59,19 @@ export function openDatabase(dataDir: string, opts: OpenOptions = {}): Db {
     throw err;
   }
   return db;
+}
+
+/**
+ * Creates an empty database file readable by its owner only, whatever the
+ * data dir's own mode: it holds key hashes and sealed secrets. SQLite gives
+ * its -wal and -shm files the database file's permissions.
+ */
+function createPrivately(path: string): void {
+  try {
+    closeSync(openSync(path, 'wx', 0o600));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
 }
 
 /** Runs fn in an IMMEDIATE transaction (takes the write lock up front, so

@@ -5,7 +5,7 @@ import type { ApiKeyRecord } from '../db/api-keys.ts';
 import { inTransaction } from '../db/connection.ts';
 import { newId } from '../ids.ts';
 import type { Context } from './context.ts';
-import { getStore } from './stores.ts';
+import { getOpenStore } from './stores.ts';
 
 export function mintApiKey(ctx: Context, storeId: string, env: Env): { record: ApiKeyRecord; key: string } {
   const key = generateApiKey(env);
@@ -19,7 +19,7 @@ export function mintApiKey(ctx: Context, storeId: string, env: Env): { record: A
     revokedAt: null,
   };
   inTransaction(ctx.db, () => {
-    getStore(ctx, storeId);
+    getOpenStore(ctx, storeId);
     ctx.repos.apiKeys.insert(record);
   });
   return { record, key };

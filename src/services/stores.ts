@@ -66,6 +66,13 @@ export function getStore(ctx: Context, id: string): Store {
   return store;
 }
 
+/** A store that takes new keys and xpubs: an archived one is refused, by name (admin commands only: the API says "no store"). */
+export function getOpenStore(ctx: Context, id: string): Store {
+  const store = getStore(ctx, id);
+  if (store.archivedAt !== null) throw new ApiError('not_found', `store ${store.id} is archived`);
+  return store;
+}
+
 export function listStores(ctx: Context): Store[] {
   return ctx.repos.stores.list();
 }

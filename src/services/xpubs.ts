@@ -6,7 +6,7 @@ import type { Env } from '../domain/store.ts';
 import { newId } from '../ids.ts';
 import { deriveAddresses } from './address-pool.ts';
 import type { Context } from './context.ts';
-import { getStore } from './stores.ts';
+import { getOpenStore } from './stores.ts';
 
 export const GAP_LIMIT = { default: 20, min: 6, max: 100_000 } as const;
 
@@ -28,8 +28,7 @@ export function addXpub(ctx: Context, input: AddXpubInput): { xpub: XpubRecord; 
   if (!Number.isSafeInteger(gapLimit) || gapLimit < GAP_LIMIT.min || gapLimit > GAP_LIMIT.max) {
     throw invalidField('gap_limit', `gap limit must be an integer from ${GAP_LIMIT.min} to ${GAP_LIMIT.max}`);
   }
-  const store = getStore(ctx, input.storeId);
-  if (store.archivedAt !== null) throw new ApiError('not_found', `store ${store.id} is archived`);
+  const store = getOpenStore(ctx, input.storeId);
   // Live invoices must pay into the configured network; a test store may use
   // any key, its invoices are driven by simulate.
   const key = parseWatchKey(input.key.trim(), ctx.config.network, { requireNetworkMatch: input.env === 'live' });
@@ -49,8 +48,8 @@ export function addXpub(ctx: Context, input: AddXpubInput): { xpub: XpubRecord; 
     }
     let id: string;
     if (same) {
-      // Re-adding a retired key resumes at its next index: no address is reused.
-      ctx.repos.xpubs.reactivate(same.id, gapLimit);
+      // Re-adding a retired key resumes at its next index: no address is reused; it keeps its gap limit unless given one.
+      ctx.repos.xpubs.reactivate(same.id, input.gapLimit ?? same.gapLimit);
       id = same.id;
     } else {
       id = newId('xpb', now);

@@ -53,6 +53,7 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
   for (const [name, args, message] of badInvocations) {
     test(`bad input: ${name} → non-zero exit, one clear line on stderr, nothing written`, async (t) => {
       const dataDir = tempDir(t);
+      openDatabase(dataDir).close();
       const r = await runTill(args, { dataDir });
       assert.notEqual(r.code, 0);
       assert.match(r.stderr, message);
@@ -61,6 +62,22 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
       assert.deepEqual(list, []);
     });
   }
+
+  test('a mistyped data dir is an error for every command but store create: no empty database appears there', async (t) => {
+    const typo = join(tempDir(t), 'typo');
+    const commands = [['store', 'list'], ['store', 'show', 'sto_x'], ['keys', 'list', '--store', 'sto_x'], ['keys', 'mint', '--store', 'sto_x', '--env', 'test'], ['xpub', 'list', '--store', 'sto_x'], ['webhooks', 'list', '--store', 'sto_x'], ['deliveries', 'list']];
+    for (const args of commands) {
+      const r = await runTill(args, { dataDir: typo });
+      assert.notEqual(r.code, 0, args.join(' '));
+      assert.match(r.stderr, /no Till database in .*typo: check --data-dir/, args.join(' '));
+      assert.equal(r.stdout, '');
+      assert.equal(existsSync(typo), false, `${args.join(' ')} created nothing`);
+    }
+    // The first store of a new till makes its database, readable by its owner only.
+    const created = await tillJson(['store', 'create', '--name', 'First', '--mode', 'test'], { dataDir: typo });
+    assert.match(created.id, /^sto_/);
+    assert.equal(statSync(databasePath(typo)).mode & 0o777, 0o600);
+  });
 
   test('xpub add: formats, first addresses, one active key per store and env, refusals', async (t) => {
     const dataDir = tempDir(t);
@@ -81,6 +98,9 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     assert.match(human.stdout, /0\/0 {2}bcrt1qcr8te4kr609gcawutmrza0j4xv80jy8zeqchgx/, 'a test store may use a mainnet key; addresses are encoded for regtest');
     const all = await tillJson(['xpub', 'list', '--store', store.id], { dataDir, env });
     assert.deepEqual(all.map((x: any) => `${x.env}:${x.status}`).sort(), ['live:active', 'live:retired', 'test:active']);
+    const back = await tillJson(['xpub', 'add', '--store', store.id, '--env', 'live', testTpub('cli')], { dataDir, env });
+    assert.equal(back.xpub.id, live.xpub.id, 'a retired key added again comes back');
+    assert.equal(back.xpub.gap_limit, 50, 'with its own gap limit, not the default');
 
     const refusals: Array<[string, string, RegExp]> = [
       ['a private key', 'tprv8ZgxMBicQKsPd9TeAdPADNnSyH9SSUUbTVeFszDE23Ki6TBB5nCefAdHkK8Fm3qMQR6sHwA56zqRmKmxnHk37JkiFzvncDqoKmPWubu7hDF', /PRIVATE key/],
@@ -105,6 +125,14 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     t.after(() => db.close());
     assert.equal((db.prepare('SELECT COUNT(*) n FROM xpubs').get() as any).n, 3, 'refused keys were not stored');
     assert.equal((db.prepare("SELECT COUNT(*) n FROM xpubs WHERE key_text LIKE '%prv%'").get() as any).n, 0);
+
+    await tillJson(['store', 'archive', store.id], { dataDir, env });
+    for (const args of [['keys', 'mint', '--store', store.id, '--env', 'live'], ['xpub', 'add', '--store', store.id, '--env', 'live', testTpub('cli-3')]]) {
+      const r = await runTill(args, { dataDir, env });
+      assert.notEqual(r.code, 0, args[0]);
+      assert.match(r.stderr, new RegExp(`store ${store.id} is archived`));
+    }
+    assert.equal((db.prepare('SELECT COUNT(*) n FROM api_keys').get() as any).n, 0, 'no key was minted for the archived store');
   });
 
   test('keys mint prints the key once; only a hash and the last 4 are stored; revoke', async (t) => {

@@ -68,6 +68,8 @@ const invalid: Array<[string, Record<string, string>, RegExp]> = [
   ['a misspelt rate source', { TILL_RATES: 'krakn' }, /TILL_RATES: rate sources: unknown source "krakn"/],
   ['a fixed rate that is not a price', { TILL_RATES: 'fixed:abc' }, /TILL_RATES: /],
   ['an empty rate source list', { TILL_RATES: '' }, /TILL_RATES: .*empty entry/],
+  ['an RPC URL with a password in it (never sent, and config show would print it)', { TILL_RPC_URL: 'http://alice:s3cret@127.0.0.1:8332' }, /^TILL_RPC_URL must not hold a user name or password \(for bitcoind: bitcoind\.rpc_user[^3]*$/],
+  ['a public URL with a user in it', { TILL_PUBLIC_URL: 'https://bob@pay.example.com' }, /TILL_PUBLIC_URL must not hold a user name or password/],
 ];
 for (const [name, env, message] of invalid) {
   test(`invalid: ${name}`, (t) => {
@@ -85,6 +87,12 @@ test('invalid: a key with a dot in its own name (quoted in TOML, flat in JSON) i
   assert.throws(() => loadConfig({ env: { TILL_DATA_DIR: dir } }), /till\.json: unknown setting webhooks\."x\.y", "webhooks\.allow_private"/);
   writeFileSync(join(dir, 'till.json'), JSON.stringify({ network: 'regtest', webhooks: { allow_private: true } }));
   assert.equal(loadConfig({ env: { TILL_DATA_DIR: dir } }).allowPrivateCallbacks, true, 'the table form is read');
+});
+
+test('invalid: data_dir in the file, which is found through the data dir itself, is refused rather than ignored', (t) => {
+  const dir = tempDir(t);
+  writeFileSync(join(dir, 'till.toml'), 'data_dir = "/srv/till"\n');
+  assert.throws(() => loadConfig({ env: { TILL_DATA_DIR: dir } }), (e: Error) => e instanceof ConfigError && /till\.toml: data_dir cannot be set in the file.*--data-dir or TILL_DATA_DIR/.test(e.message));
 });
 
 test('invalid: unknown key or unparsable till.toml names the file', (t) => {
