@@ -74,10 +74,12 @@ export async function createInvoice(ctx: Context, input: CreateInvoiceInput): Pr
     const replay = checkIdempotency(ctx, caller, idempotencyKey, requestHash);
     if (replay) return replay;
   }
+  // The body's 400s before the rate limit: a client is told of its own error even while limited.
+  const req = input.parse();
   const slot = input.admit?.();
   let result: CreateResult;
   try {
-    result = await createAdmitted(ctx, input);
+    result = await createAdmitted(ctx, input, req);
   } catch (err) {
     slot?.release();
     throw err;
@@ -86,9 +88,8 @@ export async function createInvoice(ctx: Context, input: CreateInvoiceInput): Pr
   return result;
 }
 
-async function createAdmitted(ctx: Context, input: CreateInvoiceInput): Promise<CreateResult> {
+async function createAdmitted(ctx: Context, input: CreateInvoiceInput, req: InvoiceRequest): Promise<CreateResult> {
   const { caller, idempotencyKey, requestHash } = input;
-  const req = input.parse();
   const live = envOf(caller) === 'live';
 
   return ctx.writes.run(() => {

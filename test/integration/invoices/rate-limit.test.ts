@@ -24,6 +24,9 @@ for (const transport of TRANSPORTS) {
       assert.equal(error.retry_after_seconds, 45);
       assert.equal(refused.headers.get('retry-after'), '45');
 
+      // A bad body is told of as such while limited: the 400s come first (docs/DECISIONS.md).
+      assertError(await postInvoice(till(), s.key, { amount_sats: 0 }), 400, 'invalid_amount');
+      assertError(await postInvoice(till(), s.key, { amount_sats: 1000, currency: 'EUR', amount: '5' }), 400, 'validation_error');
       // Reads are not creations; another key of the same store has its own budget.
       assert.equal((await call(till(), 'GET', '/v1/invoices?limit=1', { key: s.key })).status, 200);
       assertInvoice(await postInvoice(till(), other.key, { amount_sats: 1000 }));
