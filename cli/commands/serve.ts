@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { createApp } from '../../src/http/app.ts';
+import { createRequestLog } from '../../src/http/middleware/request-context.ts';
 import { listen } from '../../src/http/server.ts';
 import { createRuntime } from '../../src/runtime.ts';
 import { seedDemo } from '../../src/services/demo.ts';
@@ -20,7 +21,7 @@ export function serveCommand(): Command {
       // First: a second server on this data dir stops here, before binding anything.
       rt.start();
       const demo = this.opts().demo ? seedDemo(rt.ctx) : null;
-      const server = await listen(createApp(rt), config.host, config.port);
+      const server = await listen(createApp(rt), config.host, config.port, { log: createRequestLog(rt.logger) });
       // With port 0 or no public URL, links point at the address actually bound.
       if (!config.publicUrl) rt.ctx.baseUrl = server.url;
       rt.logger.info({ url: server.url, network: config.network, data_dir: config.dataDir }, 'till listening');

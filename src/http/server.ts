@@ -1,8 +1,11 @@
 import { getWebSocketHooks, type Hooks, type WSOptions } from 'crossws';
 import { serve } from 'crossws/server';
 import type { H3 } from 'h3';
+import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { answerClientError } from './internal/client-error.ts';
+import type { RequestLog } from './middleware/request-context.ts';
+import { clientErrorListener } from './internal/client-error.ts';
 import { directGetsOf } from './internal/direct-get.ts';
 
 export interface HttpServer {
@@ -20,14 +23,18 @@ export interface ListenOptions {
    * back as the HTTP answer.
    */
   websocket?: WSOptions;
+  /** Logs the requests Node's parser refuses (the app logs the others). */
+  log?: RequestLog;
 }
 
 /** Serves the app on a real socket (crossws's serve also upgrades WebSockets). */
 export async function listen(app: H3, host: string, port: number, opts: ListenOptions = {}): Promise<HttpServer> {
   const websocket: WSOptions = { resolve: (req) => resolveThroughApp(app, req), ...opts.websocket };
   const server = serve({ fetch: app.fetch, hostname: host, port, silent: true, gracefulShutdown: false, websocket });
-  server.node?.server?.on('clientError', answerClientError);
-  answerDirectGetsFirst(app, server.node);
+  const responses = takeRequests(app, server.node);
+  // As Node's own listener: an answer cannot go where a response has begun (a body would be cut by it).
+  const answering = (socket: Socket) => [...(responses.get(socket) ?? [])].some((res) => res.headersSent && !res.writableFinished);
+  server.node?.server?.on('clientError', clientErrorListener(answering, opts.log));
   await server.ready();
   // Upgraded sockets leave the HTTP server's books: closing it neither ends
   // them nor finishes while they are open. Track them to drop them on close.
@@ -50,18 +57,26 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
 }
 
 /**
- * Puts the app's direct GETs ahead of srvx's request listener (the handler it
- * gave http.createServer): a request they cannot answer goes on to it as before.
+ * Replaces srvx's request listener (the handler it gave http.createServer)
+ * with one that keeps each connection's unfinished responses, for the parser
+ * errors' answers, and puts the app's direct GETs ahead of srvx: a request
+ * they cannot answer goes on to it as before.
  */
-function answerDirectGetsFirst(app: H3, node: ReturnType<typeof serve>['node']): void {
+function takeRequests(app: H3, node: ReturnType<typeof serve>['node']): WeakMap<Socket, Set<ServerResponse>> {
+  const responses = new WeakMap<Socket, Set<ServerResponse>>();
+  if (!node?.server) return responses;
   const direct = directGetsOf(app);
-  if (!direct || !node?.server) return;
   const { server, handler } = node;
   server.off('request', handler);
   if (server.listenerCount('request') !== 0) throw new Error('srvx request listener not found');
   server.on('request', (req, res) => {
-    if (!direct.take(req, res, handler)) handler(req, res);
+    let open = responses.get(req.socket);
+    if (!open) responses.set(req.socket, (open = new Set()));
+    open.add(res);
+    res.once('close', () => open.delete(res));
+    if (!direct?.take(req, res, handler)) handler(req, res);
   });
+  return responses;
 }
 
 async function resolveThroughApp(app: H3, req: Request): Promise<Partial<Hooks>> {

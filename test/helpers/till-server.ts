@@ -3,6 +3,7 @@ import type { H3 } from 'h3';
 import { ManualClock } from '../../src/clock.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createApp } from '../../src/http/app.ts';
+import { createRequestLog } from '../../src/http/middleware/request-context.ts';
 import { listen } from '../../src/http/server.ts';
 import { silentLogger } from '../../src/log.ts';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../../src/runtime.ts';
@@ -43,7 +44,7 @@ export async function startTestTill(t: TestContext, opts: TestTillOptions = {}):
   const clock = (opts.clock as ManualClock | undefined) ?? new ManualClock();
   const rt = createRuntime(config, { logger: silentLogger, ...opts, clock });
   const app = createApp(rt);
-  const server = await listen(app, '127.0.0.1', 0);
+  const server = await listen(app, '127.0.0.1', 0, { log: createRequestLog(rt.logger) });
   rt.ctx.baseUrl = server.url;
   if (opts.startWorkers) rt.start();
   else if (opts.dbThread) rt.startDbThread();

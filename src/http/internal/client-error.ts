@@ -3,6 +3,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { ApiError } from '../../domain/errors.ts';
 import { errorBody } from '../errors.ts';
+import type { RequestLog } from '../middleware/request-context.ts';
 
 // Requests Node's HTTP parser refuses (a Content-Length beside
 // Transfer-Encoding: chunked, bytes after a short Content-Length, a bad
@@ -22,16 +23,24 @@ function refusal(code: string | undefined): ApiError {
   }
 }
 
-/** A node:http server 'clientError' listener: the envelope if nothing was sent yet, then close. */
-export function answerClientError(err: Error & { code?: string }, socket: Socket): void {
-  if (err.code !== 'ECONNRESET' && socket.writable && socket.bytesWritten === 0) {
-    const e = refusal(err.code);
-    const requestId = randomUUID();
-    const body = errorBody(e, requestId);
-    socket.write(
-      `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status]}\r\nContent-Type: application/json; charset=utf-8\r\nX-Request-Id: ${requestId}\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
-  }
-  socket.destroy(err);
+/**
+ * A node:http server 'clientError' listener: the envelope unless a response
+ * is being written on the connection (`answering`: ours would land inside
+ * it), then close. Each is logged like a request, with no method or path to tell.
+ */
+export function clientErrorListener(answering: (socket: Socket) => boolean, log?: RequestLog): (err: Error & { code?: string }, socket: Socket) => void {
+  return (err, socket) => {
+    if (err.code !== 'ECONNRESET' && socket.writable && !answering(socket)) {
+      const started = performance.now();
+      const e = refusal(err.code);
+      const requestId = randomUUID();
+      const body = errorBody(e, requestId);
+      socket.write(
+        `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status]}\r\nContent-Type: application/json; charset=utf-8\r\nX-Request-Id: ${requestId}\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+      log?.({ requestId, method: '-', path: '-', status: e.status, started, keyId: undefined });
+    }
+    socket.destroy(err);
+  };
 }

@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { describe, test } from 'node:test';
-import { call, setupStore, TRANSPORTS, type TestTill } from '../../helpers/till-server.ts';
+import { capturedLogger } from '../../helpers/captured-log.ts';
+import { call, setupStore, startTestTill, TRANSPORTS, type TestTill } from '../../helpers/till-server.ts';
 import { assertError, assertInvoice, assertRequestId, assertWritesNothing, postInvoice, useTill, type ApiResult } from './invoice-api.ts';
 
 const LIMIT = 64 * 1024;
@@ -242,6 +243,38 @@ describe('bodies Node parses first, on a raw socket (socket)', () => {
   test('a malformed chunk size -> 400 validation_error envelope', async () => {
     const res = await assertWritesNothing(till(), () => rawRequest(till().url, head('Transfer-Encoding: chunked\r\n') + 'zz\r\n{}\r\n0\r\n\r\n'));
     assertError(res, 400, 'validation_error');
+  });
+
+  test('on a keep-alive connection, a malformed request after an answered one still gets the envelope, and is logged', async (t) => {
+    const { logger, lines } = capturedLogger();
+    const own = await startTestTill(t, { logger });
+    const { hostname, port } = new URL(own.url);
+    const text = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), hostname);
+      let got = '';
+      const timer = setTimeout(() => {
+        socket.destroy();
+        reject(new Error(`timeout: ${got.slice(0, 300)}`));
+      }, 5000);
+      socket.on('data', (d) => {
+        got += d.toString('latin1');
+        // The first answer is complete: now the malformed request, on the same connection.
+        if (/^HTTP\/1\.1 200[\s\S]*\r\n\r\n\{[\s\S]*\}$/.test(got) && !socket.destroyed) socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n');
+      });
+      socket.on('error', () => {});
+      socket.on('close', () => {
+        clearTimeout(timer);
+        resolve(got);
+      });
+      socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+    });
+    // The second status line follows the first body directly.
+    assert.deepEqual([...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1])), [200, 400]);
+    const requestId = /X-Request-Id: ([0-9a-f-]{36})/.exec(text.slice(text.lastIndexOf('HTTP/1.1 400')))?.[1];
+    assert.ok(requestId, 'the 400 carries a request id');
+    assert.match(text, new RegExp(`"request_id":"${requestId}"`));
+    const logged = lines.filter((l) => l.msg === 'request').map((l) => [l.status, l.req_id === requestId]);
+    assert.deepEqual(logged, [[200, false], [400, true]]);
   });
 
   test('a keep-alive connection serves the next request after a 413', async () => {
