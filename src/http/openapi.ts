@@ -183,7 +183,7 @@ export const OPENAPI_DOCUMENT = {
           { name: 'ending_before', in: 'query', schema: { type: 'string' } },
           { name: 'status', in: 'query', schema: { type: 'string', enum: INVOICE_STATUSES } },
           { name: 'created_gte', in: 'query', schema: { type: 'string' }, description: 'ISO 8601 or Unix seconds' },
-          { name: 'created_lte', in: 'query', schema: { type: 'string' }, description: 'ISO 8601 or Unix seconds' },
+          { name: 'created_lte', in: 'query', schema: { type: 'string' }, description: 'ISO 8601 or Unix seconds; includes all of the second, minute or day it names' },
         ],
         responses: { '200': { description: 'a page', ...json(ref('InvoiceList')) }, ...errors(...AUTH, 'validation_error') },
       },

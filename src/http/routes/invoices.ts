@@ -114,8 +114,9 @@ const LIST_PARAMS = new Set(['limit', 'starting_after', 'ending_before', 'status
 const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/;
 
 /**
- * A created_* filter in epoch ms, from ISO 8601 or Unix seconds. Seconds name
- * a whole second (created_at has milliseconds), so created_lte=N includes N.999.
+ * A created_* filter in epoch ms, from ISO 8601 or Unix seconds. A time names
+ * all of its last unit (created_at has milliseconds): created_lte=N includes
+ * N.999, and an ISO day, minute, second or tenth of a second its whole span.
  */
 function parseTime(param: 'created_gte' | 'created_lte', v: string): number {
   if (/^\d{1,12}$/.test(v)) return Number(v) * 1000 + (param === 'created_lte' ? 999 : 0);
@@ -126,7 +127,15 @@ function parseTime(param: 'created_gte' | 'created_lte', v: string): number {
   if (!m || !Number.isFinite(ms) || Number(m[3]) < 1 || Number(m[3]) > daysInMonth) {
     throw invalidField(param, `${param} must be an ISO 8601 time or Unix seconds`);
   }
-  return ms;
+  return param === 'created_lte' ? ms + isoSpanMs(m) : ms;
+}
+
+/** Milliseconds an ISO time covers after its start: a day, a minute, a second, or what its fraction leaves. */
+function isoSpanMs(m: RegExpExecArray): number {
+  if (!m[4]) return 86_400_000 - 1;
+  if (!m[5]) return 60_000 - 1;
+  const digits = m[6] ? m[6].length - 1 : 0;
+  return digits >= 3 ? 0 : 10 ** (3 - digits) - 1;
 }
 
 function parseListQuery(params: URLSearchParams) {

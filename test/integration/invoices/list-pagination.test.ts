@@ -212,7 +212,7 @@ for (const transport of TRANSPORTS) {
       assert.deepEqual((await call(till(), 'GET', '/v1/invoices', { key: a.key })).body.data.map((i: { id: string }) => i.id), [invA.id]);
     });
 
-    test('Unix seconds name a whole second: created_lte=N includes N.500, created_gte=N+1 excludes it', async () => {
+    test('a time names its whole last unit: created_lte=N (or an ISO second, minute, day) includes N.500, created_gte=N+1 excludes it', async () => {
       const s = setupStore(till());
       till().clock.set(Date.parse('2027-01-01T00:00:00.000Z') + 500);
       const inv = assertInvoice(await postInvoice(till(), s.key, { amount_sats: 1000 }));
@@ -222,10 +222,22 @@ for (const transport of TRANSPORTS) {
       assert.deepEqual(await ids(`created_gte=${second}&created_lte=${second}`), [inv.id]);
       assert.deepEqual(await ids(`created_gte=${second + 1}`), []);
       assert.deepEqual(await ids(`created_lte=${second - 1}`), []);
-      // ISO times are instants, to the millisecond.
+      // ISO times with milliseconds are instants.
       assert.deepEqual(await ids('created_lte=2027-01-01T00:00:00.499Z'), []);
       assert.deepEqual(await ids('created_lte=2027-01-01T01:00:00.500%2B01:00'), [inv.id]);
       assert.deepEqual(await ids('created_gte=2027-01-01'), [inv.id]);
+      // Coarser ISO times name their whole unit in created_lte, as Unix seconds do.
+      const lte: Array<[string, string[]]> = [
+        ['2027-01-01T00:00:00Z', [inv.id]],
+        ['2027-01-01T00:00Z', [inv.id]],
+        ['2027-01-01', [inv.id]],
+        ['2026-12-31', []],
+        ['2027-01-01T00:00:00.4Z', []],
+        ['2027-01-01T00:00:00.5Z', [inv.id]],
+        ['2027-01-01T00:00:00.49Z', []],
+        ['2026-12-31T23:59:59Z', []],
+      ];
+      for (const [time, expected] of lte) assert.deepEqual(await ids(`created_lte=${time}`), expected, time);
     });
 
     test('unknown or malformed invoice ids -> 404 not_found', async () => {
