@@ -253,7 +253,17 @@ export const OPENAPI_DOCUMENT = {
     '/pay/invoices/{id}/stream': {
       get: { summary: 'WebSocket: {"type":"invoice","data":…} on connect and on every change', parameters: [invoiceId], responses: { '101': { description: 'upgraded' }, ...errors('not_found', 'upgrade_required', 'stream_limit_reached') } },
     },
-    '/checkout/{id}': { get: { summary: 'Hosted checkout page', parameters: [invoiceId], responses: { '200': { description: 'HTML' }, ...errors('not_found') } } },
+    '/checkout/{id}': {
+      get: {
+        summary: 'Hosted checkout page',
+        parameters: [invoiceId],
+        responses: {
+          '200': { description: 'HTML' },
+          '308': { description: '/checkout/{id}/ redirects to ../{id} (the page\'s files are relative to it)' },
+          '404': { description: 'unknown invoice: the same page (HTML), which says so' },
+        },
+      },
+    },
     '/checkout/{id}/qr.svg': { get: { summary: 'QR code of the BIP21 payment URI', parameters: [invoiceId], responses: { '200': { description: 'SVG' }, ...errors('not_found') } } },
     '/checkout/assets/{name}': { get: { summary: 'Checkout page assets', parameters: [idParam('name', 'asset file name')], responses: { '200': { description: 'asset' }, ...errors('not_found') } } },
   },

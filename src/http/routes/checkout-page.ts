@@ -48,6 +48,10 @@ export function registerCheckoutPage(app: H3, rt: Runtime): void {
 
   defineRoute(app, '/checkout/:id', {
     GET: (event) => {
+      // The page's files are relative (it may be served under a proxy's prefix): /checkout/<id>/ would look for them under the id.
+      if (event.url.pathname.endsWith('/')) {
+        return new Response(null, { status: 308, headers: { location: `../${encodeURIComponent(routeParam(event, 'id'))}${event.url.search}` } });
+      }
       const page = readAsset('checkout/index.html');
       if (!page) throw new Error('assets/checkout/index.html is missing from this build');
       // An unknown invoice still gets the page (it says so in words), with a 404 status.

@@ -43,6 +43,19 @@ describe('GET /checkout/:id and its files', () => {
     });
   }
 
+  test('/checkout/<id>/ redirects to /checkout/<id>, relatively (the page\'s files are relative to it)', async (t) => {
+    const till = await startTestTill(t);
+    const inv = await createInvoice(till, setupStore(till));
+    const res = await fetch(`${till.url}/checkout/${inv.id}/?lang=en`, { redirect: 'manual' });
+    assert.equal(res.status, 308);
+    assert.equal(res.headers.get('location'), `../${inv.id}?lang=en`);
+    assert.ok(res.headers.get('x-request-id'));
+    const followed = await fetch(`${till.url}/checkout/${inv.id}/`);
+    assert.equal(followed.url, `${till.url}/checkout/${inv.id}`);
+    assert.equal(followed.status, 200);
+    assert.match(await followed.text(), /assets\/checkout\.js/);
+  });
+
   test('answers If-None-Match with 304', async (t) => {
     const till = await startTestTill(t);
     const first = await call(till, 'GET', '/checkout/assets/checkout.js');
