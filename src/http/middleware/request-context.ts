@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { getWebSocketHooks } from 'crossws';
 import type { H3Event, Middleware } from 'h3';
 import { createLineLogger, type Logger } from '../../log.ts';
 import { errorResponse, toApiError } from '../errors.ts';
@@ -87,7 +88,9 @@ export function requestContext(logger: Logger, log: RequestLog, durable: () => P
         }
       }
     }
-    const status = answer instanceof Response ? answer.status : (event.res.status ?? 200);
+    let status = answer instanceof Response ? answer.status : (event.res.status ?? 200);
+    // A WebSocket route answers a placeholder 426 that crossws replaces with the 101.
+    if (status === 426 && getWebSocketHooks(event.req)) status = 101;
     log({ requestId, method: event.req.method, path: event.url.pathname, status, started, keyId: event.context.apiKeyId });
     return answer;
   };

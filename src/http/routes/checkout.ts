@@ -8,6 +8,7 @@ import { clientAddress, trustedProxySet } from '../internal/client-address.ts';
 import { defineRoute, routeParam } from '../internal/route.ts';
 import { SnapshotCache } from '../internal/snapshot-cache.ts';
 import { parseLastEventId, SSE_HEADERS, SseBody } from '../internal/sse.ts';
+import { getRequestId } from '../middleware/request-context.ts';
 import { WS_CLOSE, wsSink } from '../internal/ws-sink.ts';
 import { PUBLIC_CORS_HEADERS, publicCors } from '../middleware/cors.ts';
 import { registerCheckoutPage } from './checkout-page.ts';
@@ -103,6 +104,8 @@ export function registerCheckoutRoutes(app: H3, rt: Runtime, direct: DirectGets)
         if (!stream) peer.close(WS_CLOSE.notFound.code, WS_CLOSE.notFound.reason);
       };
       return {
+        // The 101 carries the request's id, as every answer does.
+        upgrade: () => ({ headers: { 'x-request-id': getRequestId(event) } }),
         async open(peer) {
           // The first snapshot is read and sent here, after the HTTP answer: like an answer, it waits for a commit's fdatasync.
           try {

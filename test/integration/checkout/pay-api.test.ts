@@ -371,6 +371,19 @@ describe('WebSocket /pay/invoices/:id/stream', () => {
     await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 0, 'unsubscribe after close');
   });
 
+  test('the 101 carries an X-Request-Id, and the request is logged as 101 under that id', async (t) => {
+    const { logger, lines } = capturedLogger();
+    const till = await startTestTill(t, { logger });
+    const inv = await createInvoice(till, setupStore(till));
+    const { res, destroy } = await rawRequest(Number(new URL(till.url).port), `/pay/invoices/${inv.id}/stream`, '127.0.0.1', WS_HEADERS);
+    t.after(destroy);
+    assert.equal(res.statusCode, 101);
+    const requestId = String(res.headers['x-request-id']);
+    assert.match(requestId, /^[0-9a-f-]{36}$/);
+    await waitFor(() => lines.some((l) => l.msg === 'request' && l.req_id === requestId), 'the request log line');
+    assert.equal(lines.find((l) => l.msg === 'request' && l.req_id === requestId)!.status, 101);
+  });
+
   test('pings every idle period and drops a peer that never answers; one that answers stays', async (t) => {
     const till = await startTestTill(t);
     const store = setupStore(till);
