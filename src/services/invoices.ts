@@ -113,9 +113,7 @@ async function createAdmitted(ctx: Context, input: CreateInvoiceInput, req: Invo
     // is not told of its own error only after retrying. (A USD amount too
     // small for 1 sat can only be known with a rate.)
     const { amountSats, fiat } = priceOf(ctx, req);
-    if (live && ctx.chain.initialBlockDownload) {
-      throw new ApiError('chain_syncing', 'the Bitcoin node is still syncing; new live invoices are refused against a stale chain tip. Retry later.');
-    }
+    if (live) assertChainKnown(ctx);
     assertDiskWritable(ctx);
     const addr = allocateAddress(ctx, xpub);
     const fields: Omit<StoredInvoice, 'rowid'> = {
@@ -152,6 +150,20 @@ async function createAdmitted(ctx: Context, input: CreateInvoiceInput, req: Invo
 }
 
 /** The invoice's amount in sats, and for a USD price the rate it was priced at (503 rates_unavailable without one). */
+/**
+ * A live invoice needs a chain tip to watch from: not one in initial block
+ * download, and not none at all. A new till's first sync starts at the node's
+ * tip, so a payment mined before bitcoind first answered would never be seen.
+ */
+function assertChainKnown(ctx: Context): void {
+  if (ctx.chain.initialBlockDownload) {
+    throw new ApiError('chain_syncing', 'the Bitcoin node is still syncing; new live invoices are refused against a stale chain tip. Retry later.');
+  }
+  if (!ctx.chain.caughtUp && ctx.repos.chainBlocks.tip() === null) {
+    throw new ApiError('chain_syncing', 'the Bitcoin node has not answered yet: a new till learns the chain tip before its first live invoice, so no payment to it can be missed. Retry once bitcoind is reachable (GET /healthz shows the chain).');
+  }
+}
+
 function priceOf(ctx: Context, req: InvoiceRequest): { amountSats: number; fiat: Invoice['fiat'] } {
   if (req.kind === 'sats') return { amountSats: req.amountSats, fiat: null };
   if (!ctx.rates) throw new ApiError('rates_unavailable', 'no USD rate source is running');

@@ -35,6 +35,19 @@ describe('503 responses (socket)', () => {
     assert.equal(created.headers.get('idempotent-replayed'), null);
   });
 
+  test('chain_syncing: a new till refuses live invoices until it has learnt the chain tip once', async (t) => {
+    const till = await startTestTill(t);
+    const live = setupStore(till, { mode: 'live' });
+    // As with a watcher whose bitcoind has not answered since this first start.
+    till.rt.ctx.chain.caughtUp = false;
+    const res = await assertWritesNothing(till, () => postInvoice(till, live.key, { amount_sats: 1000 }, { 'idempotency-key': 'first' }));
+    assert.match(String(assertError(res, 503, 'chain_syncing').message), /has not answered yet/);
+    assertInvoice(await postInvoice(till, setupStore(till, { mode: 'test' }).key, { amount_sats: 1000 }), 201);
+    // A till that has seen the chain before catches up from its stored tip: nothing can be missed.
+    till.rt.ctx.repos.chainBlocks.insert({ height: 100, hash: '11'.repeat(32), prevHash: '22'.repeat(32) }, till.clock.now());
+    assertInvoice(await postInvoice(till, live.key, { amount_sats: 1000 }, { 'idempotency-key': 'first' }));
+  });
+
   test('disk_full: under TILL_MIN_FREE_DISK_MB creation and changes are refused and nothing is written', async (t) => {
     const probe = await startTestTill(t);
     const { bavail, bsize } = statfsSync(probe.config.dataDir);
