@@ -56,6 +56,11 @@ export function invalidField(param: string, message: string): ApiError {
   return new ApiError('validation_error', message, { param });
 }
 
+/** not_found for an invoice id, unknown or not the caller's alike (never leak existence); cut to 64 characters. */
+export function invoiceNotFound(id: string): ApiError {
+  return new ApiError('not_found', `no invoice ${id.slice(0, 64)}`);
+}
+
 /** A field or query parameter Till does not take: named, cut to 64 characters (the client chose its length). */
 export function unknownName(kind: 'field' | 'query parameter', name: string): ApiError {
   const shown = name.slice(0, 64);

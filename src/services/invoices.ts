@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { StoredInvoice } from '../db/invoices.ts';
-import { ApiError } from '../domain/errors.ts';
+import { ApiError, invoiceNotFound } from '../domain/errors.ts';
 import type { Invoice } from '../domain/invoice.ts';
 import type { InvoiceRequest } from '../domain/invoice-request.ts';
 import { transition, type DomainEvent } from '../domain/invoice-state.ts';
@@ -177,7 +177,7 @@ function priceOf(ctx: Context, req: InvoiceRequest): { amountSats: number; fiat:
 export function getInvoiceFor(ctx: Context, caller: Caller, id: string): StoredInvoice {
   const inv = ctx.repos.invoices.get(id);
   if (!inv || inv.storeId !== caller.store.id || inv.livemode !== (envOf(caller) === 'live')) {
-    throw new ApiError('not_found', `no invoice ${id.slice(0, 64)}`);
+    throw invoiceNotFound(id);
   }
   return inv;
 }

@@ -1,7 +1,7 @@
 import type { H3 } from 'h3';
 import QRCode from 'qrcode';
 import type { StoredInvoice } from '../../db/invoices.ts';
-import { ApiError } from '../../domain/errors.ts';
+import { ApiError, invoiceNotFound } from '../../domain/errors.ts';
 import { amountReceived } from '../../domain/invoice-state.ts';
 import { paymentUri } from '../../domain/invoice-view.ts';
 import { isId } from '../../ids.ts';
@@ -64,7 +64,7 @@ export function registerCheckoutPage(app: H3, rt: Runtime): void {
     GET: async (event) => {
       const id = routeParam(event, 'id');
       const inv = findInvoice(id);
-      if (!inv) throw new ApiError('not_found', `no invoice ${id.slice(0, 64)}`);
+      if (!inv) throw invoiceNotFound(id);
       const svg = await QRCode.toString(dueUri(inv), { type: 'svg', errorCorrectionLevel: 'M', margin: 4 });
       return sendAsset(event, toAsset(svg, 'image/svg+xml'), { headers: { 'content-security-policy': "default-src 'none'" } });
     },

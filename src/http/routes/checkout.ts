@@ -1,5 +1,5 @@
 import { defineWebSocketHandler, type H3, type H3Event } from 'h3';
-import { ApiError } from '../../domain/errors.ts';
+import { ApiError, invoiceNotFound } from '../../domain/errors.ts';
 import { isId } from '../../ids.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { DirectGets } from '../internal/direct-get.ts';
@@ -19,10 +19,6 @@ import { registerCheckoutPage } from './checkout-page.ts';
 
 /** How stale a polled snapshot may be when no published change evicted it. */
 const SNAPSHOT_CACHE = { ttlMs: 1000, max: 5000 };
-
-function notFound(id: string): ApiError {
-  return new ApiError('not_found', `no invoice ${id.slice(0, 64)}`);
-}
 
 /** A plain GET on the WebSocket endpoint: 426 in the usual error envelope. */
 function upgradeRequired(event: H3Event): never {
@@ -54,7 +50,7 @@ export function registerCheckoutRoutes(app: H3, rt: Runtime, direct: DirectGets)
         let json = snapshots.get(id);
         if (json === null) {
           const inv = isId('inv', id) ? ctx.repos.invoices.get(id) : null;
-          if (!inv) throw notFound(id);
+          if (!inv) throw invoiceNotFound(id);
           json = streams.snapshotOf(inv).json;
           snapshots.set(id, json);
         }
@@ -66,11 +62,11 @@ export function registerCheckoutRoutes(app: H3, rt: Runtime, direct: DirectGets)
   defineRoute(app, '/pay/invoices/:id/events', {
     GET: (event) => {
       const id = routeParam(event, 'id');
-      if (!isId('inv', id)) throw notFound(id);
+      if (!isId('inv', id)) throw invoiceNotFound(id);
       const body = new SseBody();
       const lastVersion = parseLastEventId(event.req.headers.get('last-event-id'));
       const stream = streams.open(id, clientOf(event), body, lastVersion);
-      if (!stream) throw notFound(id);
+      if (!stream) throw invoiceNotFound(id);
       body.onGone = stream.close;
       // Final, and the client already has that state: 204 tells an EventSource
       // to stop reconnecting (a 200 that ends at once would make it retry forever).
