@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { capturedLogger } from '../../helpers/captured-log.ts';
 import { heldSync } from '../../helpers/held-sync.ts';
-import { call, setupStore, startTestTill, TRANSPORTS } from '../../helpers/till-server.ts';
+import { call, setupStore, startTestTill, TRANSPORTS, type TestTill } from '../../helpers/till-server.ts';
 import { openEvents, within } from '../checkout/checkout-helpers.ts';
 import { startWebhookFixture } from '../webhooks/helpers.ts';
 import { assertInvoice, postInvoice } from './invoice-api.ts';
@@ -98,17 +98,22 @@ describe('durable before streamed (socket)', () => {
   });
 });
 
+/** Creates an invoice whose batch's fdatasync fails with `message` (its code is the message's first word). */
+async function createWhileSyncFails(till: TestTill, key: string, message: string) {
+  const held = heldSync();
+  await till.rt.ctx.writes.useWalSync(held.sync);
+  const created = postInvoice(till, key, { amount_sats: 1000 });
+  await held.untilRequested();
+  held.finish(Object.assign(new Error(message), { code: message.split(':')[0] }));
+  return { held, refused: await created };
+}
+
 describe('a failed fdatasync (socket)', () => {
   test('refuses its batch and every later write with 503 database_unavailable, and /healthz says so', async (t) => {
     const till = await startTestTill(t);
     const s = setupStore(till);
     assert.deepEqual((await call(till, 'GET', '/healthz')).body.database, { status: 'ok', error: null });
-    const held = heldSync();
-    await till.rt.ctx.writes.useWalSync(held.sync);
-    const first = postInvoice(till, s.key, { amount_sats: 1000 });
-    await held.untilRequested();
-    held.finish(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
-    const refused = await first;
+    const { held, refused } = await createWhileSyncFails(till, s.key, 'EIO: i/o error, fdatasync');
     assert.equal(refused.status, 503);
     assert.equal(refused.body.error.code, 'database_unavailable');
     assert.match(refused.body.error.message, /may or may not be saved/);
@@ -167,12 +172,7 @@ describe('a failed fdatasync (socket)', () => {
     const till = await startTestTill(t, { logger, startWorkers: true, expiryIntervalMs: 10 });
     const s = setupStore(till);
     assertInvoice(await postInvoice(till, s.key, { amount_sats: 1000 }));
-    const held = heldSync();
-    await till.rt.ctx.writes.useWalSync(held.sync);
-    const first = postInvoice(till, s.key, { amount_sats: 1000 });
-    await held.untilRequested();
-    held.finish(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
-    assert.equal((await first).status, 503);
+    assert.equal((await createWhileSyncFails(till, s.key, 'EIO: i/o error, fdatasync')).refused.status, 503);
     // Both invoices are due: a running expiry worker would try, and fail, every 10 ms.
     till.clock.advance(31 * 60_000);
     await sleep(200);
@@ -183,12 +183,7 @@ describe('a failed fdatasync (socket)', () => {
   test('a full disk is disk_full', async (t) => {
     const till = await startTestTill(t);
     const s = setupStore(till);
-    const held = heldSync();
-    await till.rt.ctx.writes.useWalSync(held.sync);
-    const first = postInvoice(till, s.key, { amount_sats: 1000 });
-    await held.untilRequested();
-    held.finish(Object.assign(new Error('ENOSPC: no space left on device, fdatasync'), { code: 'ENOSPC' }));
-    const refused = await first;
+    const { refused } = await createWhileSyncFails(till, s.key, 'ENOSPC: no space left on device, fdatasync');
     assert.equal(refused.status, 503);
     assert.equal(refused.body.error.code, 'disk_full');
   });

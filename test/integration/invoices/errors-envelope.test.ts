@@ -138,6 +138,34 @@ for (const transport of TRANSPORTS) {
   });
 }
 
+/**
+ * Bytes written on one connection until the server closes it; `reply` may
+ * write more as answers arrive (its text so far: null writes nothing).
+ * Resolves with everything received.
+ */
+function rawConversation(url: string, bytes: string, reply: (got: string) => string | null = () => null): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    let got = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`timeout: ${got.slice(0, 300)}`));
+    }, 5000);
+    socket.on('data', (d) => {
+      got += d.toString('latin1');
+      const more = reply(got);
+      if (more !== null && !socket.destroyed) socket.write(more);
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(got);
+    });
+    socket.write(bytes);
+  });
+}
+
 /** One request written byte for byte; resolves with the first response, parsed. */
 function rawRequest(url: string, bytes: Buffer | string, timeoutMs = 5000): Promise<ApiResult> {
   const { hostname, port } = new URL(url);
@@ -248,26 +276,10 @@ describe('bodies Node parses first, on a raw socket (socket)', () => {
   test('on a keep-alive connection, a malformed request after an answered one still gets the envelope, and is logged', async (t) => {
     const { logger, lines } = capturedLogger();
     const own = await startTestTill(t, { logger });
-    const { hostname, port } = new URL(own.url);
-    const text = await new Promise<string>((resolve, reject) => {
-      const socket = connect(Number(port), hostname);
-      let got = '';
-      const timer = setTimeout(() => {
-        socket.destroy();
-        reject(new Error(`timeout: ${got.slice(0, 300)}`));
-      }, 5000);
-      socket.on('data', (d) => {
-        got += d.toString('latin1');
-        // The first answer is complete: now the malformed request, on the same connection.
-        if (/^HTTP\/1\.1 200[\s\S]*\r\n\r\n\{[\s\S]*\}$/.test(got) && !socket.destroyed) socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n');
-      });
-      socket.on('error', () => {});
-      socket.on('close', () => {
-        clearTimeout(timer);
-        resolve(got);
-      });
-      socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
-    });
+    const text = await rawConversation(own.url, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n', (got) =>
+      // The first answer is complete: now the malformed request, on the same connection.
+      /^HTTP\/1\.1 200[\s\S]*\r\n\r\n\{[\s\S]*\}$/.test(got) ? 'GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n' : null,
+    );
     // The second status line follows the first body directly.
     assert.deepEqual([...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1])), [200, 400]);
     const requestId = /X-Request-Id: ([0-9a-f-]{36})/.exec(text.slice(text.lastIndexOf('HTTP/1.1 400')))?.[1];
@@ -280,22 +292,8 @@ describe('bodies Node parses first, on a raw socket (socket)', () => {
   test('a keep-alive connection serves the next request after a 413', async () => {
     const first = head('Transfer-Encoding: chunked\r\n') + chunked(bodyOfSize(LIMIT + 100));
     const second = head('Content-Length: 20\r\nConnection: close\r\n') + '{"amount_sats":1000}';
-    const { hostname, port } = new URL(till().url);
-    const statuses = await new Promise<number[]>((resolve, reject) => {
-      const socket = connect(Number(port), hostname);
-      let text = '';
-      const timer = setTimeout(() => {
-        socket.destroy();
-        reject(new Error(`timeout: ${text.slice(0, 300)}`));
-      }, 5000);
-      socket.on('data', (d) => (text += d.toString('latin1')));
-      socket.on('error', () => {});
-      socket.on('close', () => {
-        clearTimeout(timer);
-        resolve([...text.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map((m) => Number(m[1])));
-      });
-      socket.write(first + second);
-    });
+    const text = await rawConversation(till().url, first + second);
+    const statuses = [...text.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map((m) => Number(m[1]));
     assert.deepEqual(statuses, [413, 201]);
   });
 });
