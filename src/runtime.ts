@@ -89,6 +89,8 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
   void ctx.writes.useWalSync(walSync, (err) => {
     durabilityError = err.message;
     logger.error({ err }, 'the WAL could not be made durable: Till answers nothing from its database until it is restarted');
+    // The chain watcher writes outside the queue: what it publishes goes nowhere from here.
+    ctx.feed.close();
     // Every write would be refused: the workers stop rather than fail once a second each.
     void stopWork();
   });
@@ -127,12 +129,8 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
 
   /** Stops everything that reads or writes in the background (once): on stopping, or after a failed fdatasync. */
   function stopWork(): Promise<void> {
-    workStopped ??= (async () => {
-      await ctx.rates!.stop();
-      await webhooks.stop();
-      await chain?.stop();
-      await Promise.all([...loops.map((l) => l.stop()), firstRefill]);
-    })();
+    // Together: a webhook in flight (up to its timeout) does not keep the chain watcher writing.
+    workStopped ??= Promise.all([ctx.rates!.stop(), webhooks.stop(), chain?.stop(), ...loops.map((l) => l.stop()), firstRefill]).then(() => {});
     return workStopped;
   }
 

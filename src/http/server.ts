@@ -32,8 +32,8 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
   const websocket: WSOptions = { resolve: (req) => resolveThroughApp(app, req), ...opts.websocket };
   const server = serve({ fetch: app.fetch, hostname: host, port, silent: true, gracefulShutdown: false, websocket });
   const responses = takeRequests(app, server.node);
-  // As Node's own listener: an answer cannot go where a response has begun (a body would be cut by it).
-  const answering = (socket: Socket) => [...(responses.get(socket) ?? [])].some((res) => res.headersSent && !res.writableFinished);
+  // Responses begun, or owed to a request read in full: a parser error's answer may not go before them.
+  const answering = (socket: Socket) => [...(responses.get(socket) ?? [])].filter((res) => !res.writableFinished && (res.headersSent || res.req.complete));
   server.node?.server?.on('clientError', clientErrorListener(answering, opts.log));
   await server.ready();
   // Upgraded sockets leave the HTTP server's books: closing it neither ends
@@ -83,7 +83,9 @@ async function resolveThroughApp(app: H3, req: Request): Promise<Partial<Hooks>>
   const res = (await app.fetch(req)) as Response & { crossws?: Partial<Hooks> };
   // h3 puts the hooks on the request as well: middleware that rebuilds the
   // response (to add headers) drops the `crossws` property, the request keeps it.
-  const hooks = getWebSocketHooks(req) ?? res.crossws;
+  // Only while the answer is still the route's 426 placeholder: an answer
+  // replaced since (a 503 after a failed fdatasync) is sent, not upgraded.
+  const hooks = res.status === 426 ? (getWebSocketHooks(req) ?? res.crossws) : undefined;
   if (hooks) {
     await res.body?.cancel().catch(() => {});
     return hooks;

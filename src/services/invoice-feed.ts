@@ -10,6 +10,7 @@ type Listener = (invoice: StoredInvoice) => void;
 export class InvoiceFeed {
   readonly #byInvoice = new Map<string, Set<Listener>>();
   readonly #all = new Set<Listener>();
+  #closed = false;
 
   subscribe(invoiceId: string, fn: Listener): () => void {
     let set = this.#byInvoice.get(invoiceId);
@@ -27,9 +28,15 @@ export class InvoiceFeed {
   }
 
   publish(invoice: StoredInvoice): void {
+    if (this.#closed) return;
     for (const fn of this.#all) fn(invoice);
     const set = this.#byInvoice.get(invoice.id);
     if (set) for (const fn of [...set]) fn(invoice);
+  }
+
+  /** Publishes nothing from now on: after a failed fdatasync, no change may reach a buyer (docs/DECISIONS.md). */
+  close(): void {
+    this.#closed = true;
   }
 
   subscriberCount(invoiceId: string): number {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { ApiError } from '../../domain/errors.ts';
 import { errorBody } from '../errors.ts';
@@ -24,13 +24,22 @@ function refusal(code: string | undefined): ApiError {
 }
 
 /**
- * A node:http server 'clientError' listener: the envelope unless a response
- * is being written on the connection (`answering`: ours would land inside
- * it), then close. Each is logged like a request, with no method or path to tell.
+ * A node:http server 'clientError' listener. Where responses are under way on
+ * the connection (`answering`: one being written, or owed to a request read
+ * in full before the bad one, pipelined), they are let finish and the
+ * connection is closed after them, the bad request unanswered: a 400 among
+ * them would be read as one of their answers. Otherwise the envelope, then
+ * close. Each 400 is logged like a request, with no method or path to tell.
  */
-export function clientErrorListener(answering: (socket: Socket) => boolean, log?: RequestLog): (err: Error & { code?: string }, socket: Socket) => void {
+export function clientErrorListener(answering: (socket: Socket) => ServerResponse[], log?: RequestLog): (err: Error & { code?: string }, socket: Socket) => void {
   return (err, socket) => {
-    if (err.code !== 'ECONNRESET' && socket.writable && !answering(socket)) {
+    const owed = err.code === 'ECONNRESET' || !socket.writable ? [] : answering(socket);
+    if (owed.length > 0) {
+      let left = owed.length;
+      for (const res of owed) res.once('close', () => --left === 0 && socket.destroy(err));
+      return;
+    }
+    if (err.code !== 'ECONNRESET' && socket.writable) {
       const started = performance.now();
       const e = refusal(err.code);
       const requestId = randomUUID();

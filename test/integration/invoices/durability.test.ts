@@ -131,6 +131,8 @@ describe('a failed fdatasync (socket)', () => {
     const before = assertInvoice(await postInvoice(till, store.key, { amount_sats: 1000 }));
     await f.till.rt.webhooks.runOnce();
     const sentBefore = f.receiver.requests.length;
+    const { reader } = await openEvents(till, t, before.id);
+    assert.equal((await reader.nextJson()).data.status, 'pending');
     const held = heldSync();
     await till.rt.ctx.writes.useWalSync(held.sync);
     const idem = { 'idempotency-key': 'order-1' };
@@ -164,6 +166,18 @@ describe('a failed fdatasync (socket)', () => {
     assert.equal(replay.headers.get('idempotent-replayed'), null);
     await f.till.rt.webhooks.runOnce();
     assert.equal(f.receiver.requests.length, sentBefore, 'no webhook of the refused batch was sent');
+    // A change published from outside the queue (the chain watcher's) reaches no open stream either.
+    const stored = till.rt.ctx.repos.invoices.get(before.id)!;
+    till.rt.ctx.feed.publish({ ...stored, status: 'paid', version: stored.version + 1 });
+    assert.equal(await reader.quietFor(200), true, 'the open stream heard nothing');
+    // A WebSocket is refused with the 503, not upgraded and then closed.
+    const ws = new WebSocket(`${till.url.replace(/^http/, 'ws')}/pay/invoices/${before.id}/stream`);
+    const wsEnd = await new Promise<string>((resolve) => {
+      ws.addEventListener('open', () => resolve('opened'));
+      ws.addEventListener('error', () => resolve('refused'));
+    });
+    ws.close();
+    assert.equal(wsEnd, 'refused');
     assert.equal((await call(till, 'GET', '/healthz')).status, 503, '/healthz still answers, to say so');
   });
 

@@ -289,6 +289,12 @@ describe('bodies Node parses first, on a raw socket (socket)', () => {
     assert.deepEqual(logged, [[200, false], [400, true]]);
   });
 
+  test('a malformed request pipelined behind a complete one: the first gets its own answer, then the connection closes', async () => {
+    const first = head('Content-Length: 20\r\n') + '{"amount_sats":1000}';
+    const text = await rawConversation(till().url, `${first}GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`);
+    assert.deepEqual([...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1])), [201], 'no 400 the client would read as the creation\'s answer');
+  });
+
   test('a keep-alive connection serves the next request after a 413', async () => {
     const first = head('Transfer-Encoding: chunked\r\n') + chunked(bodyOfSize(LIMIT + 100));
     const second = head('Content-Length: 20\r\nConnection: close\r\n') + '{"amount_sats":1000}';
