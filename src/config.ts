@@ -98,7 +98,8 @@ function httpUrl(raw: unknown, where: string): string {
   try {
     url = new URL(s);
   } catch {
-    throw new ConfigError(`${where} must be an http(s) URL (got "${s}")`);
+    // Echoed without what could be a user and password before an @.
+    throw new ConfigError(`${where} must be an http(s) URL (got "${s.replace(/^([^/]*\/\/)[^/]*@/, '$1…@')}")`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`${where} must be an http(s) URL`);
   // Never used from a URL (fetch refuses them), and `config show` would print the password: said, not echoed.

@@ -24,7 +24,7 @@ export class NoDatabaseError extends Error {
 /** Throws NoDatabaseError unless `dataDir` holds a database. */
 export function assertDatabaseExists(dataDir: string): void {
   if (!existsSync(databasePath(dataDir))) {
-    throw new NoDatabaseError(`no Till database in ${dataDir}: check --data-dir (or TILL_DATA_DIR, data_dir), or create one with till init`);
+    throw new NoDatabaseError(`no Till database in ${dataDir}: check --data-dir (or TILL_DATA_DIR); a new till gets one from till store create or till serve`);
   }
 }
 

@@ -198,9 +198,10 @@ export const AGREEMENT_BPS = 500;
  * The median of the quotes that agree: a quote more than 5 % from the median
  * of all is left out (a provider answering in another unit, or a stuck
  * market), and the rest count only if they are more than half of the
- * answers. Otherwise there is no rate (`cents` null): with two quotes 10 %
- * apart, the median alone would price at a mean that neither said. One
- * quote has nothing to be checked against and is taken.
+ * answers. Otherwise there is no rate (`cents` null): two quotes more than
+ * ~10 % apart (one in cents, say) are each over 5 % from their mean, which
+ * the median alone would price at though neither said it. One quote has
+ * nothing to be checked against and is taken.
  */
 export function agreeOnRate(quotes: readonly { name: string; cents: number }[]): { cents: number | null; used: string[]; left: string[] } {
   const all = medianCents(quotes.map((q) => q.cents));

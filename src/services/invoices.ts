@@ -149,7 +149,6 @@ async function createAdmitted(ctx: Context, input: CreateInvoiceInput, req: Invo
   });
 }
 
-/** The invoice's amount in sats, and for a USD price the rate it was priced at (503 rates_unavailable without one). */
 /**
  * A live invoice needs a chain tip to watch from: not one in initial block
  * download, and not none at all. A new till's first sync starts at the node's
@@ -164,6 +163,7 @@ function assertChainKnown(ctx: Context): void {
   }
 }
 
+/** The invoice's amount in sats, and for a USD price the rate it was priced at (503 rates_unavailable without one). */
 function priceOf(ctx: Context, req: InvoiceRequest): { amountSats: number; fiat: Invoice['fiat'] } {
   if (req.kind === 'sats') return { amountSats: req.amountSats, fiat: null };
   if (!ctx.rates) throw new ApiError('rates_unavailable', 'no USD rate source is running');

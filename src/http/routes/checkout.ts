@@ -20,7 +20,22 @@ import { registerCheckoutPage } from './checkout-page.ts';
 /** How stale a polled snapshot may be when no published change evicted it. */
 const SNAPSHOT_CACHE = { ttlMs: 1000, max: 5000 };
 
-/** A plain GET on the WebSocket endpoint: 426 in the usual error envelope. */
+/**
+ * A handshake the WebSocket server will carry out. h3 looks at the Upgrade
+ * header alone: without this, a request lacking Connection: Upgrade or a
+ * valid key got h3's bare 426 text (or ws's 400) and was logged as upgraded.
+ */
+function isCompleteUpgrade(event: H3Event): boolean {
+  const h = event.req.headers;
+  return (
+    h.get('upgrade')?.toLowerCase() === 'websocket' &&
+    /(^|,)\s*upgrade\s*(,|$)/i.test(h.get('connection') ?? '') &&
+    /^[+/0-9A-Za-z]{22}==$/.test(h.get('sec-websocket-key') ?? '') &&
+    (h.get('sec-websocket-version') === '13' || h.get('sec-websocket-version') === '8')
+  );
+}
+
+/** A GET on the WebSocket endpoint that is not a complete handshake: 426 in the usual error envelope. */
 function upgradeRequired(event: H3Event): never {
   event.res.headers.set('upgrade', 'websocket');
   throw new ApiError('upgrade_required', 'this endpoint is a WebSocket; connect with ws:// or wss://');
@@ -77,51 +92,52 @@ export function registerCheckoutRoutes(app: H3, rt: Runtime, direct: DirectGets)
     },
   });
 
-  defineRoute(app, '/pay/invoices/:id/stream', {
-    GET: defineWebSocketHandler((event) => {
-      const id = routeParam(event, 'id');
-      const client = clientOf(event);
-      // Refused before the upgrade, as an HTTP 503 with Retry-After.
-      streams.limiter.assertRoom(client);
-      let stream: OpenedStream | null = null;
-      let gone = false;
-      const openStream = (peer: Parameters<typeof wsSink>[0]) => {
-        if (gone) return;
-        try {
-          stream = isId('inv', id) ? streams.open(id, client, wsSink(peer)) : null;
-        } catch (err) {
-          // Other upgrades took the last slots since the check above.
-          if (err instanceof ApiError && err.code === 'stream_limit_reached') {
-            peer.close(WS_CLOSE.tryAgainLater.code, WS_CLOSE.tryAgainLater.reason);
-            return;
-          }
-          throw err;
+  const upgradeToStream = defineWebSocketHandler((event) => {
+    const id = routeParam(event, 'id');
+    const client = clientOf(event);
+    // Refused before the upgrade, as an HTTP 503 with Retry-After.
+    streams.limiter.assertRoom(client);
+    let stream: OpenedStream | null = null;
+    let gone = false;
+    const openStream = (peer: Parameters<typeof wsSink>[0]) => {
+      if (gone) return;
+      try {
+        stream = isId('inv', id) ? streams.open(id, client, wsSink(peer)) : null;
+      } catch (err) {
+        // Other upgrades took the last slots since the check above.
+        if (err instanceof ApiError && err.code === 'stream_limit_reached') {
+          peer.close(WS_CLOSE.tryAgainLater.code, WS_CLOSE.tryAgainLater.reason);
+          return;
         }
-        if (!stream) peer.close(WS_CLOSE.notFound.code, WS_CLOSE.notFound.reason);
-      };
-      return {
-        // The 101 carries the request's id, as every answer does.
-        upgrade: () => ({ headers: { 'x-request-id': getRequestId(event) } }),
-        async open(peer) {
-          // The first snapshot is read and sent here, after the HTTP answer: like an answer, it waits for a commit's fdatasync.
-          try {
-            await ctx.writes.whenDurable(() => openStream(peer));
-          } catch (err) {
-            // crossws leaves a failed hook unhandled, which would end the process.
-            rt.logger.error({ err, invoice_id: id.slice(0, 64) }, 'checkout stream failed to open');
-            peer.close(WS_CLOSE.internalError.code, WS_CLOSE.internalError.reason);
-          }
-        },
-        close() {
-          gone = true;
-          stream?.close();
-        },
-        error() {
-          gone = true;
-          stream?.close();
-        },
-      };
-    }, upgradeRequired),
+        throw err;
+      }
+      if (!stream) peer.close(WS_CLOSE.notFound.code, WS_CLOSE.notFound.reason);
+    };
+    return {
+      // The 101 carries the request's id, as every answer does.
+      upgrade: () => ({ headers: { 'x-request-id': getRequestId(event) } }),
+      async open(peer) {
+        // The first snapshot is read and sent here, after the HTTP answer: like an answer, it waits for a commit's fdatasync.
+        try {
+          await ctx.writes.whenDurable(() => openStream(peer));
+        } catch (err) {
+          // crossws leaves a failed hook unhandled, which would end the process.
+          rt.logger.error({ err, invoice_id: id.slice(0, 64) }, 'checkout stream failed to open');
+          peer.close(WS_CLOSE.internalError.code, WS_CLOSE.internalError.reason);
+        }
+      },
+      close() {
+        gone = true;
+        stream?.close();
+      },
+      error() {
+        gone = true;
+        stream?.close();
+      },
+    };
+  });
+  defineRoute(app, '/pay/invoices/:id/stream', {
+    GET: (event) => (isCompleteUpgrade(event) ? upgradeToStream(event) : upgradeRequired(event)),
   });
 
   registerCheckoutPage(app, rt);

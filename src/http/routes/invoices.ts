@@ -124,7 +124,8 @@ function parseTime(param: 'created_gte' | 'created_lte', v: string): number {
   const ms = m ? Date.parse(v) : NaN;
   // Date.parse rolls 2026-02-30 over into March: a day the month lacks is an error, not a date.
   const daysInMonth = m ? new Date(Date.UTC(Number(m[1]), Number(m[2]), 0)).getUTCDate() : 0;
-  if (!m || !Number.isFinite(ms) || Number(m[3]) < 1 || Number(m[3]) > daysInMonth) {
+  // Hour 24 (the end of a day) is refused: its span would reach into the next day.
+  if (!m || !Number.isFinite(ms) || Number(m[3]) < 1 || Number(m[3]) > daysInMonth || m[4]?.startsWith('T24')) {
     throw invalidField(param, `${param} must be an ISO 8601 time or Unix seconds`);
   }
   return param === 'created_lte' ? ms + isoSpanMs(m) : ms;

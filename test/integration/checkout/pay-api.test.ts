@@ -384,6 +384,26 @@ describe('WebSocket /pay/invoices/:id/stream', () => {
     assert.equal(lines.find((l) => l.msg === 'request' && l.req_id === requestId)!.status, 101);
   });
 
+  test('an incomplete handshake is 426 in the envelope, logged as such, never as 101', async (t) => {
+    const { logger, lines } = capturedLogger();
+    const till = await startTestTill(t, { logger });
+    const inv = await createInvoice(till, setupStore(till));
+    const port = Number(new URL(till.url).port);
+    const partial: Array<Record<string, string>> = [
+      { upgrade: 'websocket' },
+      { ...WS_HEADERS, 'sec-websocket-key': 'short' },
+      { ...WS_HEADERS, 'sec-websocket-version': '12' },
+    ];
+    for (const headers of partial) {
+      const { res, body } = await rawRequest(port, `/pay/invoices/${inv.id}/stream`, '127.0.0.1', headers);
+      assert.equal(res.statusCode, 426, JSON.stringify(headers));
+      assert.equal(JSON.parse(body).error.code, 'upgrade_required');
+      const requestId = String(res.headers['x-request-id']);
+      await waitFor(() => lines.some((l) => l.msg === 'request' && l.req_id === requestId), 'the request log line');
+      assert.equal(lines.find((l) => l.msg === 'request' && l.req_id === requestId)!.status, 426);
+    }
+  });
+
   test('pings every idle period and drops a peer that never answers; one that answers stays', async (t) => {
     const till = await startTestTill(t);
     const store = setupStore(till);

@@ -238,6 +238,7 @@ for (const transport of TRANSPORTS) {
         ['2026-12-31T23:59:59Z', []],
       ];
       for (const [time, expected] of lte) assert.deepEqual(await ids(`created_lte=${time}`), expected, time);
+      assertError(await call(till(), 'GET', '/v1/invoices?created_lte=2026-12-31T24:00Z', { key: s.key }), 400, 'validation_error');
     });
 
     test('unknown or malformed invoice ids -> 404 not_found', async () => {

@@ -66,6 +66,7 @@ describe('agreeOnRate', () => {
     { quotes: q(6_500_000, 6_510_000, 9_000_000), cents: 6_505_000, used: ['kraken', 'bitstamp'], why: 'a stuck market 38 % away is left out' },
     { quotes: q(9_500, 10_000, 10_500), cents: 10_000, used: ['kraken', 'bitstamp', 'coinbase'], why: 'exactly 5 % from the median still counts' },
     { quotes: q(9_499, 10_000, 10_000), cents: 10_000, used: ['bitstamp', 'coinbase'], why: 'just over 5 % is left out' },
+    { quotes: q(6_500_000, 7_150_000), cents: 6_825_000, used: ['kraken', 'bitstamp'], why: 'two quotes 10 % apart are each 4.8 % from their mean: taken' },
   ];
   for (const { quotes, cents, used, why } of valid) {
     test(why, () => assert.deepEqual(agreeOnRate(quotes), { cents, used, left: quotes.map((x) => x.name).filter((n) => !used.includes(n)) }));
@@ -73,6 +74,7 @@ describe('agreeOnRate', () => {
   const invalid: { quotes: ReturnType<typeof q>; why: string }[] = [
     { quotes: q(6_500_000, 65_000), why: 'two quotes, one in cents: no rate, where the median said 32,825 USD' },
     { quotes: q(6_500_000, 7_500_000), why: 'two quotes 15 % apart' },
+    { quotes: q(6_500_000, 7_200_000), why: 'two quotes 10.8 % apart, each over 5 % from their mean' },
     { quotes: q(100, 6_500_000, 9_000_000_000), why: 'three quotes all far apart' },
     { quotes: q(6_500_000, 6_500_000, 65_000, 65_000), why: 'a tie: two against two' },
   ];
