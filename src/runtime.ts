@@ -92,7 +92,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
     // The chain watcher writes outside the queue: what it publishes goes nowhere from here.
     ctx.feed.close();
     // Every write would be refused: the workers stop rather than fail once a second each.
-    void stopWork();
+    stopWork().catch((error) => logger.error({ err: error }, 'stopping the background workers failed'));
   });
   ctx.rates = new RateService({
     providers,
