@@ -158,9 +158,14 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
   let lockRetry: NodeJS.Timeout | null = null;
   let lockRetryMs = 0;
 
-  /** After the fdatasync awaited: its failure refuses the readers that waited for it. */
-  function refuseIfSyncFailed(): void {
-    if (syncFailed) throw syncFailed;
+  /** The fdatasync in flight, if any; rejects once one failed, including for the readers that waited for it. */
+  function durable(): Promise<void> | null {
+    if (syncFailed) return Promise.reject(syncFailed);
+    return (
+      syncing?.then(() => {
+        if (syncFailed) throw syncFailed;
+      }) ?? null
+    );
   }
 
   function settle(jobs: Job[], outcomes: Outcome[]): void {
@@ -301,13 +306,10 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
       if (onFailure) onSyncFailure = onFailure;
       while (syncing) await syncing;
     },
-    durable(): Promise<void> | null {
-      if (syncFailed) return Promise.reject(syncFailed);
-      return syncing?.then(refuseIfSyncFailed) ?? null;
-    },
+    durable,
     whenDurable<T>(read: () => T): T | Promise<T> {
-      if (syncFailed) return Promise.reject(syncFailed);
-      return syncing ? syncing.then(() => (refuseIfSyncFailed(), read())) : read();
+      const pending = durable();
+      return pending ? pending.then(read) : read();
     },
   };
 }

@@ -33,13 +33,14 @@ function refusal(code: string | undefined): ApiError {
  */
 export function clientErrorListener(answering: (socket: Socket) => ServerResponse[], log?: RequestLog): (err: Error & { code?: string }, socket: Socket) => void {
   return (err, socket) => {
-    const owed = err.code === 'ECONNRESET' || !socket.writable ? [] : answering(socket);
+    const reachable = err.code !== 'ECONNRESET' && socket.writable;
+    const owed = reachable ? answering(socket) : [];
     if (owed.length > 0) {
       let left = owed.length;
       for (const res of owed) res.once('close', () => --left === 0 && socket.destroy(err));
       return;
     }
-    if (err.code !== 'ECONNRESET' && socket.writable) {
+    if (reachable) {
       const started = performance.now();
       const e = refusal(err.code);
       const requestId = randomUUID();
