@@ -6,9 +6,16 @@ export function errorBody(err: ApiError, requestId: string): string {
   return JSON.stringify({ error: { code: err.code, message: err.message, request_id: requestId, ...err.extra } });
 }
 
+/**
+ * A 503 without its own wait says when to try again: the first step of the
+ * spec's backoff (7.3: 1 s, 2 s, 4 s, ...), so a generic HTTP client that
+ * honours Retry-After does what the spec recommends.
+ */
+const INFRASTRUCTURE_RETRY_AFTER_SECONDS = 1;
+
 /** The spec's error envelope as a Response. */
 export function errorResponse(err: ApiError, requestId: string, headers: Record<string, string> = {}): Response {
-  const retryAfter = err.extra.retry_after_seconds;
+  const retryAfter = err.extra.retry_after_seconds ?? (err.status === 503 ? INFRASTRUCTURE_RETRY_AFTER_SECONDS : undefined);
   return new Response(errorBody(err, requestId), {
     status: err.status,
     headers: {

@@ -65,7 +65,7 @@ const schemas = {
           message: { type: 'string', description: 'human-readable; for validation errors it names the field' },
           request_id: { type: 'string', format: 'uuid', description: 'equal to the X-Request-Id header' },
           param: { type: 'string', description: 'the field or parameter at fault (validation errors)' },
-          retry_after_seconds: { type: 'integer', description: '429 only; also sent as Retry-After' },
+          retry_after_seconds: { type: 'integer', description: '429 and stream_limit_reached; also sent as Retry-After (other 503s send Retry-After: 1 only)' },
         },
       },
     },
