@@ -164,9 +164,10 @@ async function fetchSnapshot() {
   return res.json();
 }
 
-// Live transports. Each calls `fallback()` only if it never delivered a
-// snapshot (blocked by a proxy, not supported); once it has worked, the
-// server ending it means the invoice is final.
+// Live transports. Each calls `fallback()` when it never delivered a
+// snapshot (blocked by a proxy, not supported), or when the server ended it
+// for good while the invoice is not settled (Till could not read its
+// database): the next transport, and at last polling, keeps the page going.
 
 function viaEventSource(fallback) {
   const es = new EventSource(new URL(`${apiUrl.pathname}/events`, location.href));
@@ -185,10 +186,10 @@ function viaEventSource(fallback) {
   });
   es.addEventListener('error', () => {
     // CONNECTING: the browser reconnects by itself. CLOSED: it gave up,
-    // which after a delivery means the server said "final" (204).
+    // on a 204 ("final") or on an error status such as a 503.
     if (es.readyState !== EventSource.CLOSED) return;
     stop();
-    if (!delivered) fallback();
+    if (!delivered || !isSettled(current)) fallback();
   });
   return stop;
 }

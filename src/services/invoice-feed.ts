@@ -10,6 +10,7 @@ type Listener = (invoice: StoredInvoice) => void;
 export class InvoiceFeed {
   readonly #byInvoice = new Map<string, Set<Listener>>();
   readonly #all = new Set<Listener>();
+  readonly #onClose = new Set<() => void>();
   #closed = false;
 
   subscribe(invoiceId: string, fn: Listener): () => void {
@@ -36,7 +37,20 @@ export class InvoiceFeed {
 
   /** Publishes nothing from now on: after a failed fdatasync, no change may reach a buyer (docs/DECISIONS.md). */
   close(): void {
+    if (this.#closed) return;
     this.#closed = true;
+    for (const fn of this.#onClose) fn();
+    this.#onClose.clear();
+  }
+
+  /** Calls fn once the feed is closed (at once if it already is); returns the way to cancel that. */
+  whenClosed(fn: () => void): () => void {
+    if (this.#closed) {
+      fn();
+      return () => {};
+    }
+    this.#onClose.add(fn);
+    return () => this.#onClose.delete(fn);
   }
 
   subscriberCount(invoiceId: string): number {

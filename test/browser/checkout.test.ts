@@ -6,7 +6,8 @@ import jsQRModule from 'jsqr';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { expireDueInvoices } from '../../src/services/invoices.ts';
 import { updateStore } from '../../src/services/stores.ts';
-import { setupStore, startTestTill, type TestTill } from '../helpers/till-server.ts';
+import { failSyncDuring } from '../helpers/held-sync.ts';
+import { call, setupStore, startTestTill, type TestTill } from '../helpers/till-server.ts';
 import { createInvoice, receivePayment, simulate, waitFor } from '../integration/checkout/checkout-helpers.ts';
 
 // The hosted checkout in a real headless Chromium (Debian's package): the QR
@@ -187,6 +188,20 @@ describe('hosted checkout page in Chromium', { skip: skipReason ?? false }, () =
     await page.waitForFunction(() => document.getElementById('status')?.textContent === 'Paid', null, { timeout: 9000 });
     assert.equal(await page.locator('main').getAttribute('data-transport'), 'poll');
     assert.deepEqual(problems, []);
+  });
+
+  test('a stream the server ends while the invoice is open (the database failed) hands over to polling', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store);
+    const { page } = await openCheckout(t, till, inv.id);
+    await expectStatus(page, 'Waiting for payment');
+    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1, 'the page to subscribe');
+    const { result } = await failSyncDuring(till, () => call(till, 'POST', `/v1/invoices/${inv.id}/cancel`, { key: store.key }), 'EIO: i/o error, fdatasync');
+    assert.equal(result.status, 503);
+    // The stream ends; SSE's reconnect and the WebSocket are refused (503); polling goes on until Till is back.
+    await page.waitForFunction(() => document.querySelector('main')?.dataset.transport === 'poll', null, { timeout: 12_000 });
+    assert.equal(await page.locator('#status').textContent(), 'Waiting for payment', 'nothing it could not stand behind was shown');
   });
 
   test('a partial payment asks for the rest in the QR code; expiry then shows received vs due', async (t) => {

@@ -1,4 +1,5 @@
 import type { WalSync } from '../../src/db/wal-sync.ts';
+import type { TestTill } from './till-server.ts';
 
 /** How long an fdatasync may be held: a test that fails before returning it must still be able to stop its Till. */
 const HOLD_AT_MOST_MS = 5000;
@@ -37,4 +38,18 @@ export function heldSync() {
       if (waiting.length === 0) throw new Error('no fdatasync was asked for');
     },
   };
+}
+
+/**
+ * Makes a write whose batch's fdatasync fails with `message` (its code is the
+ * message's first word): `write` is started with the runtime's fdatasync held,
+ * which then fails. Till refuses everything from then on.
+ */
+export async function failSyncDuring<T>(till: TestTill, write: () => Promise<T>, message: string) {
+  const held = heldSync();
+  await till.rt.ctx.writes.useWalSync(held.sync);
+  const written = write();
+  await held.untilRequested();
+  held.finish(Object.assign(new Error(message), { code: message.split(':')[0] }));
+  return { held, result: await written };
 }

@@ -19,9 +19,15 @@ export interface StreamSink {
   send(snapshot: Snapshot): void;
   /** Called every heartbeat period while the stream is open. */
   heartbeat(): void;
-  /** Ends the stream from the server's side. */
-  end(): void;
+  /**
+   * Ends the stream from the server's side: after a final state, or because
+   * nothing more can be told (the database failed) and the client should go
+   * on another way.
+   */
+  end(why: StreamEnd): void;
 }
+
+export type StreamEnd = 'final' | 'unavailable';
 
 export interface OpenedStream {
   /** False when the client already had the current version (an SSE resume). */
@@ -73,6 +79,12 @@ export class InvoiceStreams {
     this.#external = external;
     this.#heartbeatMs = opts.heartbeatMs;
     this.limiter = new StreamLimiter({ perClient: opts.maxPerClient, total: opts.maxTotal });
+    // A closed feed tells no stream anything more: end them, so pages stop waiting on a silent stream.
+    ctx.feed.whenClosed(() => this.#endAll());
+  }
+
+  #endAll(): void {
+    for (const slot of this.#slots) for (const stream of [...slot]) stream.close(true, 'unavailable');
   }
 
   snapshotOf(inv: StoredInvoice): Snapshot {
@@ -212,11 +224,11 @@ class Stream {
   }
 
   /** Frees everything; `endSink` is false when the client is already gone. */
-  close(endSink = true): void {
+  close(endSink = true, why: StreamEnd = 'final'): void {
     if (this.closed) return;
     this.closed = true;
     for (const fn of this.cleanups.splice(0)) fn();
     this.#hub.forget(this);
-    if (endSink) this.#sink.end();
+    if (endSink) this.#sink.end(why);
   }
 }

@@ -5,6 +5,7 @@ import type { Snapshot, StreamSink } from './invoice-streams.ts';
 export const WS_CLOSE = {
   final: { code: 1000, reason: 'invoice final' },
   tryAgainLater: { code: 1013, reason: 'stream limit reached' },
+  unavailable: { code: 1013, reason: 'database unavailable' },
   notFound: { code: 4404, reason: 'invoice not found' },
   internalError: { code: 1011, reason: 'internal error' },
 } as const;
@@ -35,8 +36,9 @@ export function wsSink(peer: Peer): StreamSink {
       if (peer.bufferedAmount > MAX_BUFFERED_BYTES) peer.terminate();
     },
     heartbeat() {},
-    end() {
-      peer.close(WS_CLOSE.final.code, WS_CLOSE.final.reason);
+    end(why) {
+      const { code, reason } = why === 'final' ? WS_CLOSE.final : WS_CLOSE.unavailable;
+      peer.close(code, reason);
     },
   };
 }

@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { capturedLogger } from '../../helpers/captured-log.ts';
-import { heldSync } from '../../helpers/held-sync.ts';
+import { failSyncDuring, heldSync } from '../../helpers/held-sync.ts';
 import { call, setupStore, startTestTill, TRANSPORTS, type TestTill } from '../../helpers/till-server.ts';
-import { openEvents, within } from '../checkout/checkout-helpers.ts';
+import { openEvents, waitFor, within } from '../checkout/checkout-helpers.ts';
 import { startWebhookFixture } from '../webhooks/helpers.ts';
 import { assertInvoice, postInvoice } from './invoice-api.ts';
 
@@ -98,14 +98,10 @@ describe('durable before streamed (socket)', () => {
   });
 });
 
-/** Creates an invoice whose batch's fdatasync fails with `message` (its code is the message's first word). */
+/** Creates an invoice whose batch's fdatasync fails with `message`. */
 async function createWhileSyncFails(till: TestTill, key: string, message: string) {
-  const held = heldSync();
-  await till.rt.ctx.writes.useWalSync(held.sync);
-  const created = postInvoice(till, key, { amount_sats: 1000 });
-  await held.untilRequested();
-  held.finish(Object.assign(new Error(message), { code: message.split(':')[0] }));
-  return { held, refused: await created };
+  const { held, result } = await failSyncDuring(till, () => postInvoice(till, key, { amount_sats: 1000 }), message);
+  return { held, refused: result };
 }
 
 describe('a failed fdatasync (socket)', () => {
@@ -133,6 +129,12 @@ describe('a failed fdatasync (socket)', () => {
     const sentBefore = f.receiver.requests.length;
     const { reader } = await openEvents(till, t, before.id);
     assert.equal((await reader.nextJson()).data.status, 'pending');
+    const openWs = new WebSocket(`${till.url.replace(/^http/, 'ws')}/pay/invoices/${before.id}/stream`);
+    t.after(() => openWs.close());
+    const wsHeard: string[] = [];
+    openWs.addEventListener('message', (e) => wsHeard.push(JSON.parse(String(e.data)).data.status));
+    const wsClosed = new Promise<{ code: number; reason: string }>((resolve) => openWs.addEventListener('close', (e) => resolve({ code: e.code, reason: e.reason })));
+    await waitFor(() => wsHeard.length === 1, 'the WebSocket snapshot');
     const held = heldSync();
     await till.rt.ctx.writes.useWalSync(held.sync);
     const idem = { 'idempotency-key': 'order-1' };
@@ -166,10 +168,14 @@ describe('a failed fdatasync (socket)', () => {
     assert.equal(replay.headers.get('idempotent-replayed'), null);
     await f.till.rt.webhooks.runOnce();
     assert.equal(f.receiver.requests.length, sentBefore, 'no webhook of the refused batch was sent');
-    // A change published from outside the queue (the chain watcher's) reaches no open stream either.
+    // Streams open before the failure end, having told nothing more, so the page goes on another way
+    // (WebSocket: 1013, try again later); a change published from outside the queue (the chain watcher's) reaches none.
     const stored = till.rt.ctx.repos.invoices.get(before.id)!;
     till.rt.ctx.feed.publish({ ...stored, status: 'paid', version: stored.version + 1 });
-    assert.equal(await reader.quietFor(200), true, 'the open stream heard nothing');
+    await within(3000, 'the open SSE stream to end', reader.ended);
+    assert.deepEqual(reader.messages.map((m) => JSON.parse(m.data).status), ['pending'], 'the SSE stream heard nothing more');
+    assert.deepEqual(await within(3000, 'the open WebSocket to close', wsClosed), { code: 1013, reason: 'database unavailable' });
+    assert.deepEqual(wsHeard, ['pending'], 'the WebSocket heard nothing more');
     // A WebSocket is refused with the 503, not upgraded and then closed.
     const ws = new WebSocket(`${till.url.replace(/^http/, 'ws')}/pay/invoices/${before.id}/stream`);
     const wsEnd = await new Promise<string>((resolve) => {
