@@ -2,7 +2,7 @@ import { Transaction } from 'bitcoinjs-lib';
 import type { Network } from '../config.ts';
 import type { StoredInvoice } from '../db/invoices.ts';
 import type { Logger } from '../log.ts';
-import { applyBlock, applyMempoolTx, applyScannedOutput, disconnectBlock, loadWatchSet, reconcileMempool, trackedMempoolTxids } from '../services/chain-payments.ts';
+import { applyBlock, applyMempoolTx, applyScannedOutput, disconnectBlock, loadWatchSet, reconcileMempool, recordBlockSeen, trackedMempoolTxids } from '../services/chain-payments.ts';
 import type { Context } from '../services/context.ts';
 import { RPC_PRUNED_OR_MISC, type Bitcoind } from './bitcoind.ts';
 import { CHAIN_NAMES } from './node-connection.ts';
@@ -235,7 +235,7 @@ export class ChainWatcher {
       // First start: payments before now belong to no invoice; begin at the node's tip.
       const hash = await bitcoind.getBlockHash(nodeHeight);
       const header = await bitcoind.getBlockHeader(hash);
-      ctx.repos.chainBlocks.insert({ height: nodeHeight, hash, prevHash: header.prevHash }, ctx.clock.now());
+      recordBlockSeen(ctx, { height: nodeHeight, hash, prevHash: header.prevHash });
       return;
     }
     // Roll back to the fork point: stored blocks the node no longer has at that height.
@@ -249,7 +249,7 @@ export class ChainWatcher {
     if (!tip) {
       this.#log.error('reorg deeper than the blocks Till keeps; continuing from the node tip');
       const hash = await bitcoind.getBlockHash(nodeHeight);
-      ctx.repos.chainBlocks.insert({ height: nodeHeight, hash, prevHash: (await bitcoind.getBlockHeader(hash)).prevHash }, ctx.clock.now());
+      recordBlockSeen(ctx, { height: nodeHeight, hash, prevHash: (await bitcoind.getBlockHeader(hash)).prevHash });
       return;
     }
     let prunedScanDone = false;
@@ -268,7 +268,7 @@ export class ChainWatcher {
         if (!(err instanceof RpcError && err.code === RPC_PRUNED_OR_MISC && /prun/i.test(err.message))) throw err;
         if (!prunedScanDone) await this.#scanUtxoSet(height, nodeHeight);
         prunedScanDone = true;
-        ctx.repos.chainBlocks.insert({ height, hash, prevHash: (await bitcoind.getBlockHeader(hash)).prevHash }, ctx.clock.now());
+        recordBlockSeen(ctx, { height, hash, prevHash: (await bitcoind.getBlockHeader(hash)).prevHash });
       }
     }
   }

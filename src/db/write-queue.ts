@@ -129,6 +129,11 @@ export interface WriteQueue {
    * After a failed fdatasync, `read` is not run and the promise rejects.
    */
   whenDurable<T>(read: () => T): T | Promise<T>;
+  /**
+   * Throws the queue's refusal (database_unavailable or disk_full) once an
+   * fdatasync failed: for writes made outside the queue, which stop with it.
+   */
+  assertWritable(): void;
 }
 
 export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
@@ -310,6 +315,9 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
     whenDurable<T>(read: () => T): T | Promise<T> {
       const pending = durable();
       return pending ? pending.then(read) : read();
+    },
+    assertWritable(): void {
+      if (syncFailed) throw syncFailed;
     },
   };
 }

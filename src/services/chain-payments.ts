@@ -12,6 +12,21 @@ import { saveTransition } from './invoices.ts';
 // transaction, a disconnected block, a mempool check. A crash replays the
 // whole unit, never half of it.
 
+/**
+ * One unit of the chain's writes. They go around the write queue (each
+ * FULL-synced on its own, docs/DECISIONS.md) but stop with it: after a failed
+ * fdatasync, a sync that was under way writes nothing more.
+ */
+function writeChainChange<T>(ctx: Context, change: () => T): T {
+  ctx.writes.assertWritable();
+  return ctx.db.transaction(change).immediate();
+}
+
+/** A block taken as seen without reading it: the first start's tip, or a pruned block. */
+export function recordBlockSeen(ctx: Context, block: { height: number; hash: string; prevHash: string }): void {
+  writeChainChange(ctx, () => ctx.repos.chainBlocks.insert(block, ctx.clock.now()));
+}
+
 /** Confirmation counts are kept current for payments this many blocks deep. */
 export const CONFIRMATION_TRACKING_DEPTH = 1000;
 /** Invoices with payments this close to the tip are re-evaluated on every block. */
@@ -82,7 +97,7 @@ export function applyMempoolTx(ctx: Context, watch: WatchSet, tx: Transaction, f
   if (matches.length === 0) return [];
   const txid = tx.getId();
   const now = ctx.clock.now();
-  return ctx.db.transaction(() => {
+  return writeChainChange(ctx, () => {
     const changed = new Map<string, StoredInvoice>();
     for (const m of matches) {
       const inv = byId(changed, ctx.repos.invoices.get(m.invoice.id)!);
@@ -93,7 +108,7 @@ export function applyMempoolTx(ctx: Context, watch: WatchSet, tx: Transaction, f
       changed.set(inv.id, applyPayments(ctx, inv, withPayment(inv.payments, payment), now));
     }
     return [...changed.values()];
-  }).immediate();
+  });
 }
 
 /**
@@ -105,7 +120,7 @@ export function applyBlock(ctx: Context, watch: WatchSet, block: Block, height: 
   const hash = block.getId();
   const blockTime = block.timestamp * 1000;
   const found = (block.transactions ?? []).flatMap((tx) => matchOutputs(ctx, watch, tx).map((m) => ({ ...m, txid: tx.getId() })));
-  return ctx.db.transaction(() => {
+  return writeChainChange(ctx, () => {
     ctx.chain.blockChanges++;
     ctx.repos.chainBlocks.insert({ height, hash, prevHash: Buffer.from(block.prevHash!).reverse().toString('hex') }, now);
     ctx.repos.chainBlocks.pruneBelow(height - BLOCKS_KEPT);
@@ -123,12 +138,12 @@ export function applyBlock(ctx: Context, watch: WatchSet, block: Block, height: 
       if (!changed.has(inv.id)) changed.set(inv.id, applyPayments(ctx, inv, inv.payments, now));
     }
     return [...changed.values()];
-  }).immediate();
+  });
 }
 
 /** A block left the best chain: its payments go back to unconfirmed until seen again. */
 export function disconnectBlock(ctx: Context, height: number, hash: string, now: number): StoredInvoice[] {
-  return ctx.db.transaction(() => {
+  return writeChainChange(ctx, () => {
     ctx.chain.blockChanges++;
     const changed = ctx.repos.invoices.listWithPaymentsInBlock(hash).map((inv) =>
       applyPayments(
@@ -140,7 +155,7 @@ export function disconnectBlock(ctx: Context, height: number, hash: string, now:
     );
     ctx.repos.chainBlocks.remove(height);
     return changed;
-  }).immediate();
+  });
 }
 
 /**
@@ -150,14 +165,14 @@ export function disconnectBlock(ctx: Context, height: number, hash: string, now:
  */
 export function reconcileMempool(ctx: Context, stillInMempool: (txid: string) => boolean): StoredInvoice[] {
   const now = ctx.clock.now();
-  return ctx.db.transaction(() =>
+  return writeChainChange(ctx, () =>
     ctx.repos.invoices.listWithMempoolPayments().flatMap((inv) => {
       const gone = inv.payments.filter((p) => p.status === 'mempool' && !isSimulatedPayment(inv, p.txid) && !stillInMempool(p.txid));
       if (gone.length === 0) return [];
       const ids = new Set(gone.map((p) => `${p.txid}:${p.vout}`));
       return [applyPayments(ctx, inv, inv.payments.map((p) => (ids.has(`${p.txid}:${p.vout}`) ? { ...p, status: 'replaced' as const } : p)), now)];
     }),
-  ).immediate();
+  );
 }
 
 /** The chain's unconfirmed payments Till tracks, for a targeted mempool check. */
@@ -181,7 +196,7 @@ export interface ScannedOutput {
 export function applyScannedOutput(ctx: Context, watch: WatchSet, u: ScannedOutput, tipHeight: number): StoredInvoice[] {
   const script = Buffer.from(u.scriptHex, 'hex');
   const now = ctx.clock.now();
-  return ctx.db.transaction(() =>
+  return writeChainChange(ctx, () =>
     watch.candidates(script).flatMap((rowid) => {
       const inv = ctx.repos.invoices.getByRowid(rowid);
       if (!inv || inv.scriptHex !== u.scriptHex) return [];
@@ -191,5 +206,5 @@ export function applyScannedOutput(ctx: Context, watch: WatchSet, u: ScannedOutp
       };
       return [applyPayments(ctx, inv, withPayment(inv.payments, payment), now)];
     }),
-  ).immediate();
+  );
 }
