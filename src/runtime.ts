@@ -173,7 +173,12 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
     },
     startDbThread() {
       if (dbThread) return;
-      dbThread = startDbThread(db, { busyTimeoutMs: config.busyTimeoutMs, onError: (err) => logger.error({ err }, 'database thread failed') });
+      dbThread = startDbThread(db, {
+        busyTimeoutMs: config.busyTimeoutMs,
+        now: () => clock.now(),
+        onError: (err) => logger.error({ err }, 'database thread failed'),
+        onRecovered: () => logger.warn('WAL checkpoints work again'),
+      });
       ctx.writes.useThread(dbThread);
     },
     start() {

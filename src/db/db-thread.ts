@@ -21,6 +21,8 @@ import { commitJobs, runStatementsOn, type Outcome, type Statement } from './wri
 /** The server's connection still checkpoints past this many WAL pages (64 MiB). */
 export const WRITER_CHECKPOINT_PAGES = 16_384;
 const DEFAULT_INTERVAL_MS = 100;
+/** The thread retries a failing checkpoint every interval: the same failure is reported again at most this often. */
+export const CHECKPOINT_REPORT_MS = 60_000;
 
 // The thread's whole program. Plain CommonJS given as source, not a .ts
 // module: a worker that loads TypeScript also loads the type stripper, which
@@ -39,10 +41,14 @@ const prepared = new Map();
 const runJob = (statements) => runStatementsOn(db, prepared, statements);
 const plainError = (err) => ({ message: String(err && err.message || err), code: err && err.code });
 const checkpoint = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
+let failing = false;
 const timer = setInterval(() => {
   try {
     checkpoint.run();
+    if (failing) parentPort.postMessage({ type: 'checkpoint-ok' });
+    failing = false;
   } catch (err) {
+    failing = true;
     parentPort.postMessage({ type: 'checkpoint-error', message: err.message });
   }
 }, workerData.intervalMs);
@@ -68,6 +74,7 @@ parentPort.on('message', (msg) => {
 
 type Reply =
   | { type: 'checkpoint-error'; message: string }
+  | { type: 'checkpoint-ok' }
   | { type: 'committed'; id: number; outcomes?: Outcome[]; error?: { message: string; code?: string } };
 
 export interface DbThread {
@@ -83,8 +90,19 @@ function errorFrom(e: { message: string; code?: string }): Error {
   return Object.assign(new Error(e.message), e.code ? { code: e.code } : {});
 }
 
+export interface DbThreadOptions {
+  intervalMs?: number;
+  busyTimeoutMs: number;
+  /** The thread failed, or its checkpoints fail (the same failure at most once per CHECKPOINT_REPORT_MS, with how often it recurred). */
+  onError: (err: Error) => void;
+  /** Checkpoints succeed again after failing. */
+  onRecovered?: () => void;
+  /** Milliseconds on Till's clock (the system's if not given). */
+  now?: () => number;
+}
+
 /** Starts the thread for `db` (the server's connection; file-backed, WAL), with the same durability. */
-export function startDbThread(db: Db, opts: { intervalMs?: number; busyTimeoutMs: number; onError: (err: Error) => void }): DbThread {
+export function startDbThread(db: Db, opts: DbThreadOptions): DbThread {
   db.pragma(`wal_autocheckpoint = ${WRITER_CHECKPOINT_PAGES}`);
   const workerData = {
     driver: createRequire(import.meta.url).resolve('better-sqlite3'),
@@ -107,8 +125,9 @@ export function startDbThread(db: Db, opts: { intervalMs?: number; busyTimeoutMs
     for (const p of pending.values()) p.reject(err);
     pending.clear();
   };
+  const reportCheckpoints = checkpointReporter(opts);
   worker.on('message', (msg: Reply) => {
-    if (msg.type === 'checkpoint-error') return opts.onError(new Error(`WAL checkpoint failed: ${msg.message}`));
+    if (msg.type !== 'committed') return reportCheckpoints(msg);
     const p = pending.get(msg.id);
     if (!p) return;
     pending.delete(msg.id);
@@ -160,5 +179,33 @@ export function startDbThread(db: Db, opts: { intervalMs?: number; busyTimeoutMs
       });
       return stopped;
     },
+  };
+}
+
+/**
+ * A failing checkpoint is retried every interval (a full disk fails it ten
+ * times a second): the first failure is reported, the same one again only
+ * once a period has passed, saying how often it recurred meanwhile.
+ */
+function checkpointReporter(opts: DbThreadOptions): (msg: { type: 'checkpoint-error'; message: string } | { type: 'checkpoint-ok' }) => void {
+  let last: { message: string; at: number; repeats: number } | null = null;
+  return (msg) => {
+    if (msg.type === 'checkpoint-ok') {
+      last = null;
+      opts.onRecovered?.();
+      return;
+    }
+    const now = (opts.now ?? Date.now)();
+    if (last?.message === msg.message) {
+      if (now - last.at < CHECKPOINT_REPORT_MS) {
+        last.repeats++;
+        return;
+      }
+      const repeats = last.repeats;
+      last = { message: msg.message, at: now, repeats: 0 };
+      return opts.onError(new Error(`WAL checkpoint failed: ${msg.message} (${repeats} more times since it was last reported)`));
+    }
+    last = { message: msg.message, at: now, repeats: 0 };
+    opts.onError(new Error(`WAL checkpoint failed: ${msg.message}`));
   };
 }

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
-import { startDbThread, WRITER_CHECKPOINT_PAGES } from '../../../src/db/db-thread.ts';
+import { ManualClock } from '../../../src/clock.ts';
+import { CHECKPOINT_REPORT_MS, startDbThread, WRITER_CHECKPOINT_PAGES } from '../../../src/db/db-thread.ts';
 import { tempDir } from '../../helpers/temp.ts';
 import { holdWriteLock } from '../../helpers/write-lock.ts';
 
@@ -79,6 +80,36 @@ test('stop ends the thread; the database then closes as usual and removes its WA
   await thread.stop();
   db.close();
   assert.equal(existsSync(join(dir, 'c.db-wal')), false);
+});
+
+test('a failing checkpoint is reported once, again a period later with its count, and its recovery once', async (t) => {
+  const { db, dir, writeAll } = setup(t);
+  const clock = new ManualClock(0);
+  const reports: string[] = [];
+  const thread = startDbThread(db, { intervalMs: 10, busyTimeoutMs: 1000, now: () => clock.now(), onError: (e) => reports.push(e.message), onRecovered: () => reports.push('recovered') });
+  t.after(() => thread.stop().then(() => db.close()));
+  await thread.commit([]); // the thread is up, its connection open
+  // A real I/O failure: a reader pins the snapshot before the writes, so their
+  // frames stay in the WAL; the WAL is then cut short under SQLite's feet.
+  const pin = new Database(join(dir, 'c.db'));
+  pin.prepare('BEGIN').run();
+  pin.prepare('SELECT COUNT(*) FROM t').get();
+  writeAll();
+  const wal = join(dir, 'c.db-wal');
+  const intact = readFileSync(wal);
+  truncateSync(wal, 32);
+  pin.prepare('COMMIT').run();
+  pin.close();
+  assert.ok(await waitFor(() => reports.length > 0), 'the failure is reported');
+  await sleep(200);
+  assert.deepEqual(reports, ['WAL checkpoint failed: disk I/O error'], 'once, though retried every 10 ms');
+  clock.advance(CHECKPOINT_REPORT_MS);
+  assert.ok(await waitFor(() => reports.length > 1), 'reported again a period later');
+  assert.match(reports[1]!, /^WAL checkpoint failed: disk I\/O error \(\d+ more times since it was last reported\)$/);
+  assert.ok(Number(/\((\d+) more/.exec(reports[1]!)![1]) >= 5, reports[1]);
+  writeFileSync(wal, intact);
+  assert.ok(await waitFor(() => reports.at(-1) === 'recovered'), `recovery reported: ${reports.join(' | ')}`);
+  assert.equal(reports.length, 3);
 });
 
 // The thread's second job: committing batches of plain statements for the write queue.
