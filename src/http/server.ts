@@ -27,9 +27,19 @@ export interface ListenOptions {
   log?: RequestLog;
 }
 
+/**
+ * The largest WebSocket message Till reads. Buyers' messages are ignored, and
+ * ws would otherwise buffer up to 100 MiB of each unfinished one.
+ */
+export const WS_MAX_PAYLOAD_BYTES = 4096;
+
 /** Serves the app on a real socket (crossws's serve also upgrades WebSockets). */
 export async function listen(app: H3, host: string, port: number, opts: ListenOptions = {}): Promise<HttpServer> {
-  const websocket: WSOptions = { resolve: (req) => resolveThroughApp(app, req), ...opts.websocket };
+  const websocket: WSOptions = {
+    resolve: (req) => resolveThroughApp(app, req),
+    ...opts.websocket,
+    options: { ...opts.websocket?.options, node: { ...opts.websocket?.options?.node, serverOptions: { maxPayload: WS_MAX_PAYLOAD_BYTES, ...opts.websocket?.options?.node?.serverOptions } } },
+  };
   const server = serve({ fetch: app.fetch, hostname: host, port, silent: true, gracefulShutdown: false, websocket });
   const responses = takeRequests(app, server.node);
   // Responses begun, or owed to a request read in full: a parser error's answer may not go before them.
@@ -42,6 +52,9 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
   server.node?.server?.on('upgrade', (_req, socket: Duplex) => {
     upgraded.add(socket);
     socket.once('close', () => upgraded.delete(socket));
+    // Node no longer listens for errors on an upgraded socket: a client gone
+    // while crossws writes an HTTP answer to it would end the process.
+    socket.on('error', () => socket.destroy());
   });
   const address = server.node?.server?.address();
   const boundPort = typeof address === 'object' && address ? address.port : port;

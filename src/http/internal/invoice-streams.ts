@@ -87,15 +87,25 @@ export class InvoiceStreams {
     for (const slot of this.#slots) for (const stream of [...slot]) stream.close(true, 'unavailable');
   }
 
+  /** The snapshot of this state, made once for every stream that sends it now (a change reaching them all). */
   snapshotOf(inv: StoredInvoice): Snapshot {
     let snap = this.#snapshots.get(inv);
     if (!snap) {
-      const store = this.#ctx.repos.stores.get(inv.storeId);
-      if (!store) throw new Error(`invoice ${inv.id} names a missing store ${inv.storeId}`);
-      snap = { version: inv.version, json: JSON.stringify(checkoutView(inv, store, this.#ctx.baseUrl, this.#ctx.clock.now())) };
+      snap = this.freshSnapshotOf(inv);
       this.#snapshots.set(inv, snap);
     }
     return snap;
+  }
+
+  /**
+   * The snapshot as of now: its server_time (the page's countdown) and store
+   * branding current, for a client just arrived, while the shared one is as
+   * old as the last change.
+   */
+  freshSnapshotOf(inv: StoredInvoice): Snapshot {
+    const store = this.#ctx.repos.stores.get(inv.storeId);
+    if (!store) throw new Error(`invoice ${inv.id} names a missing store ${inv.storeId}`);
+    return { version: inv.version, json: JSON.stringify(checkoutView(inv, store, this.#ctx.baseUrl, this.#ctx.clock.now())) };
   }
 
   /**
@@ -122,7 +132,7 @@ export class InvoiceStreams {
     this.#openCount++;
     this.#startTimer();
     const sentSnapshot = clientVersion !== invoice.version;
-    if (sentSnapshot) stream.update(invoice);
+    if (sentSnapshot) stream.update(invoice, true);
     else stream.adopt(invoice);
     if (!stream.closed && isFinalForCheckout(invoice, this.#ctx.clock.now())) stream.close();
     return {
@@ -203,12 +213,13 @@ class Stream {
     this.#invoice = inv;
   }
 
-  update(inv: StoredInvoice): void {
+  /** Sends this state unless the client has it; `fresh`: a snapshot made now, not the shared one. */
+  update(inv: StoredInvoice, fresh = false): void {
     // Versions only grow; an older or repeated publish (the external-change
     // poller racing an in-process writer) is skipped.
     if (this.closed || this.#ending || (this.#invoice && inv.version <= this.#invoice.version)) return;
     this.#invoice = inv;
-    this.#sink.send(this.#hub.snapshotOf(inv));
+    this.#sink.send(fresh ? this.#hub.freshSnapshotOf(inv) : this.#hub.snapshotOf(inv));
     if (isFinalForCheckout(inv, this.#hub.now())) {
       // Ending a stream costs more than sending to it: with thousands on one
       // invoice, every final frame goes out first, the ends follow.

@@ -77,6 +77,9 @@ export function registerCheckoutRoutes(app: H3, rt: Runtime, direct: DirectGets)
   defineRoute(app, '/pay/invoices/:id/events', {
     GET: (event) => {
       const id = routeParam(event, 'id');
+      // Answered to an upgrade request, the stream would go out on the raw
+      // socket, where nothing tells it the client left: it would hold its slot.
+      if (event.req.headers.has('upgrade')) throw new ApiError('validation_error', `the event stream is plain HTTP (send no Upgrade header); the WebSocket is /pay/invoices/${id.slice(0, 64)}/stream`);
       if (!isId('inv', id)) throw invoiceNotFound(id);
       const body = new SseBody();
       const lastVersion = parseLastEventId(event.req.headers.get('last-event-id'));

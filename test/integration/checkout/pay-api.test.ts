@@ -6,7 +6,7 @@ import { describe, test, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
 import { databasePath } from '../../../src/db/connection.ts';
 import { createApp } from '../../../src/http/app.ts';
-import { listen } from '../../../src/http/server.ts';
+import { listen, WS_MAX_PAYLOAD_BYTES } from '../../../src/http/server.ts';
 import { expireDueInvoices } from '../../../src/services/invoices.ts';
 import { updateStore } from '../../../src/services/stores.ts';
 import { capturedLogger } from '../../helpers/captured-log.ts';
@@ -297,7 +297,35 @@ function openSocket(t: TestContext, url: string) {
 const portOf = (till: TestTill) => Number(new URL(till.url).port);
 const wsUrl = (till: TestTill, path: string) => till.url.replace(/^http/, 'ws') + path;
 
+describe('a stream\'s first snapshot (socket)', () => {
+  test('is made when it is sent: server_time and branding current though another stream of the invoice is open', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store);
+    const first = await openEvents(till, t, inv.id);
+    assert.equal((await first.reader.nextJson()).data.server_time, new Date(till.clock.now()).toISOString());
+    till.clock.advance(10 * 60_000);
+    updateStore(till.rt.ctx, store.storeId, { name: 'Renamed Shop' });
+    const now = new Date(till.clock.now()).toISOString();
+    const second = await openEvents(till, t, inv.id);
+    const sse = (await second.reader.nextJson()).data;
+    const ws = openSocket(t, wsUrl(till, `/pay/invoices/${inv.id}/stream`));
+    const wsFirst = (await ws.next()).data;
+    // The page counts down from server_time: one 10 minutes old gave the buyer 10 minutes that were not there.
+    assert.deepEqual([sse.server_time, sse.store.name, wsFirst.server_time, wsFirst.store.name], [now, 'Renamed Shop', now, 'Renamed Shop']);
+  });
+});
+
 describe('WebSocket /pay/invoices/:id/stream', () => {
+  test('a message larger than 4 KiB closes the socket (1009) rather than being buffered', async (t) => {
+    const till = await startTestTill(t);
+    const inv = await createInvoice(till, setupStore(till));
+    const ws = openSocket(t, wsUrl(till, `/pay/invoices/${inv.id}/stream`));
+    await ws.next();
+    ws.ws.send('x'.repeat(WS_MAX_PAYLOAD_BYTES + 1));
+    assert.equal((await within(3000, 'the close', ws.closed)).code, 1009);
+  });
+
   test('sends the snapshot, then every change, and closes 1000 after paid', async (t) => {
     const till = await startTestTill(t);
     const store = setupStore(till);
@@ -495,6 +523,35 @@ function rawRequest(port: number, path: string, localAddress: string, headers: R
 }
 
 const WS_HEADERS = { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13' };
+
+describe('upgrade requests to the HTTP routes (socket)', () => {
+  const upgradeHead = (path: string) => `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`;
+
+  test('clients that reset the connection while the answer goes out leave the server running', async (t) => {
+    const till = await startTestTill(t);
+    const inv = await createInvoice(till, setupStore(till));
+    for (let i = 0; i < 10; i++) {
+      await new Promise<void>((done) => {
+        const s = connect(portOf(till), '127.0.0.1', () => s.write(upgradeHead(`/pay/invoices/${inv.id}`), () => (s.resetAndDestroy(), done())));
+        s.on('error', () => done());
+      });
+      await sleep(30);
+    }
+    // The process would have died of an unhandled socket 'error' (write ECONNRESET) by now.
+    assert.equal((await call(till, 'GET', `/pay/invoices/${inv.id}`)).status, 200);
+  });
+
+  test('the event stream refuses one (400) and holds no stream for it', async (t) => {
+    const till = await startTestTill(t);
+    const inv = await createInvoice(till, setupStore(till));
+    const r = await rawRequest(portOf(till), `/pay/invoices/${inv.id}/events`, '127.0.0.1', WS_HEADERS);
+    assert.equal(r.res.statusCode, 400);
+    const body = JSON.parse(r.body);
+    assert.equal(body.error.code, 'validation_error');
+    assert.match(body.error.message, /\/stream/);
+    assert.equal(till.rt.ctx.feed.subscriberCount(inv.id), 0, 'no stream was opened');
+  });
+});
 
 describe('stream limits', () => {
   test('per client address and in total, SSE and WebSocket together: 503 stream_limit_reached with Retry-After and CORS', async (t) => {
