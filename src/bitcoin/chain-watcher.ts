@@ -155,7 +155,11 @@ export class ChainWatcher {
       if (!this.#watch) this.#buildWatchSet();
       else this.#pruneWatchSet();
       await this.#startFeed();
-      await this.#catchUpBlocks(info.blocks);
+      // Cut short (the chain moved under it): the queued re-sync finishes the work; until then Till has not caught up.
+      if (!(await this.#catchUpBlocks(info.blocks))) {
+        this.#ctx.chain.caughtUp = false;
+        return;
+      }
       if (full) await this.#scanMempool();
       else await this.#checkTrackedMempool();
       this.#ctx.chain.caughtUp = true;
@@ -164,6 +168,8 @@ export class ChainWatcher {
     } catch (err) {
       const unavailable = err instanceof RpcUnavailableError;
       this.#ctx.chain.connected = !unavailable && this.#ctx.chain.connected;
+      // What the chain holds is unknown until a sync succeeds: live invoices do not expire meanwhile (a payment made on time may be in it).
+      this.#ctx.chain.caughtUp = false;
       this.#health = { ...this.#health, status: unavailable ? 'disconnected' : this.#health.status, error: (err as Error).message };
       this.#log[unavailable ? 'warn' : 'error']({ err: (err as Error).message }, 'chain sync failed; retrying');
       // Whatever was missed while failing is found by a full re-sync.
@@ -227,7 +233,8 @@ export class ChainWatcher {
     for (const inv of changed) this.#ctx.feed.publish(inv);
   }
 
-  async #catchUpBlocks(nodeHeight: number): Promise<void> {
+  /** Connects the node's blocks up to nodeHeight; false when cut short by a reorg under way (a re-sync is queued). */
+  async #catchUpBlocks(nodeHeight: number): Promise<boolean> {
     const ctx = this.#ctx;
     const { bitcoind } = this.#o;
     let tip = ctx.repos.chainBlocks.tip();
@@ -236,7 +243,7 @@ export class ChainWatcher {
       const hash = await bitcoind.getBlockHash(nodeHeight);
       const header = await bitcoind.getBlockHeader(hash);
       recordBlockSeen(ctx, { height: nodeHeight, hash, prevHash: header.prevHash });
-      return;
+      return true;
     }
     // Roll back to the fork point: stored blocks the node no longer has at that height.
     while (tip) {
@@ -250,7 +257,7 @@ export class ChainWatcher {
       this.#log.error('reorg deeper than the blocks Till keeps; continuing from the node tip');
       const hash = await bitcoind.getBlockHash(nodeHeight);
       recordBlockSeen(ctx, { height: nodeHeight, hash, prevHash: (await bitcoind.getBlockHeader(hash)).prevHash });
-      return;
+      return true;
     }
     let prunedScanDone = false;
     for (let height = tip.height + 1; height <= nodeHeight && this.#running; height++) {
@@ -259,9 +266,9 @@ export class ChainWatcher {
         const block = await bitcoind.getBlock(hash);
         const prev = Buffer.from(block.prevHash!).reverse().toString('hex');
         if (prev !== ctx.repos.chainBlocks.get(height - 1)?.hash) {
-          // The chain moved under us mid-sync: start over from the fork point.
-          this.#again = { full: false };
-          return;
+          // The chain moved under us mid-sync: start over from the fork point (keeping a full re-sync asked for meanwhile).
+          this.#again = { full: this.#again?.full ?? false };
+          return false;
         }
         this.#publish(applyBlock(ctx, this.#watch!, block, height, ctx.clock.now()));
       } catch (err) {
@@ -271,6 +278,7 @@ export class ChainWatcher {
         recordBlockSeen(ctx, { height, hash, prevHash: (await bitcoind.getBlockHeader(hash)).prevHash });
       }
     }
+    return true;
   }
 
   /** A needed block was pruned: find confirmed payments in the UTXO set instead (spent ones cannot be seen). */

@@ -1,0 +1,121 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { Bitcoind } from '../../../src/bitcoin/bitcoind.ts';
+import { ManualClock } from '../../../src/clock.ts';
+import { loadConfig } from '../../../src/config.ts';
+import { silentLogger } from '../../../src/log.ts';
+import { createRuntime } from '../../../src/runtime.ts';
+import { expireDueInvoices } from '../../../src/services/invoices.ts';
+import { createInvoice, eventTypes, getInvoice, nodeEnv, startChainFixture, waitFor } from './helpers.ts';
+import { startFakeNode } from './nodes.ts';
+
+// Syncs that fail or are cut short, on the fake node (whose RPC the tests
+// interrupt at a chosen call by wrapping Bitcoind's methods): Till must not
+// judge invoices on a chain it has not finished reading.
+
+const MIN = 60_000;
+
+/** Replaces a Bitcoind method for the test; restored after it. */
+function wrapBitcoind<K extends 'getBlockHash' | 'getChainInfo'>(t: { after(fn: () => void): void }, name: K, wrap: (original: Bitcoind[K]) => Bitcoind[K]): void {
+  const original = Bitcoind.prototype[name];
+  Bitcoind.prototype[name] = wrap(original);
+  t.after(() => {
+    Bitcoind.prototype[name] = original;
+  });
+}
+
+describe('chain syncs that do not finish (fake node)', () => {
+  test('bitcoind unreachable across expiry: live invoices wait, and a payment mined on time pays', async (t) => {
+    const f = await startChainFixture(t, startFakeNode);
+    const node = f.node.fake!;
+    const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 15 });
+    await node.stopRpc();
+    await node.stopZmq();
+    await f.till.rt.chain!.requestSync(false, 'test');
+    // The buyer pays at minute 5, mined at minute 10, while Till cannot reach the node.
+    f.till.clock.advance(5 * MIN);
+    await f.node.pay(inv.address, 50_000);
+    f.till.clock.advance(5 * MIN);
+    await f.node.mine(1);
+    f.till.clock.advance(6 * MIN);
+    assert.equal(await expireDueInvoices(f.till.rt.ctx), 0, 'nothing expires on a chain Till cannot read');
+    await node.startRpc();
+    await node.startZmq();
+    await f.till.rt.chain!.requestSync(true, 'test');
+    await f.till.rt.chain!.idle();
+    const after = await getInvoice(f, inv.id);
+    assert.equal(after.status, 'paid');
+    assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid']);
+  });
+
+  test('a restart catch-up cut short by a reorg is not a catch-up: nothing expires before the new branch is read', async (t) => {
+    const nodeClock = new ManualClock(Date.now());
+    const f = await startChainFixture(t, () => startFakeNode(nodeClock));
+    const T = f.till.clock.now();
+    nodeClock.set(T);
+    const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 15 });
+    await f.till.rt.stop();
+    const H = (await f.node.tip()).height;
+    // While Till is down the buyer pays at minute 5: mined in H+2, then H+3.
+    nodeClock.set(T + 5 * MIN);
+    await f.node.mine(1);
+    await f.node.pay(inv.address, 50_000);
+    await f.node.mine(2);
+    f.till.clock.set(T + 20 * MIN);
+    let reorged = false;
+    wrapBitcoind(t, 'getBlockHash', (original) => async function (this: Bitcoind, height: number) {
+      if (!reorged && height === H + 2) {
+        reorged = true;
+        // A competing branch (the payment again at H+2') arrives mid-sync, its rawtx messages lost.
+        nodeClock.set(T + 6 * MIN);
+        f.node.fake!.dropZmq((m) => m.topic === 'rawtx');
+        await f.node.reorg(3, {});
+        f.node.fake!.dropZmq(null);
+      }
+      return original.call(this, height);
+    });
+    let rt2: ReturnType<typeof createRuntime> | null = null;
+    let infoCalls = 0;
+    const expiredMidway: number[] = [];
+    wrapBitcoind(t, 'getChainInfo', (original) => async function (this: Bitcoind) {
+      // The 1 s expiry loop fires while the second sync waits for bitcoind.
+      if (++infoCalls === 2) expiredMidway.push(await expireDueInvoices(rt2!.ctx));
+      return original.call(this);
+    });
+    rt2 = createRuntime(loadConfig({ env: { TILL_DATA_DIR: f.till.config.dataDir, TILL_NETWORK: 'regtest', TILL_RATES: 'fixed:65000', ...nodeEnv(f.node) } }), { clock: f.till.clock, logger: silentLogger });
+    t.after(() => rt2!.stop());
+    rt2.chain!.start();
+    await rt2.chain!.idle();
+    assert.deepEqual(expiredMidway, [0], 'the re-sync after the cut ran, and nothing expired before it');
+    assert.equal(rt2.ctx.repos.invoices.get(inv.id)!.status, 'paid');
+  });
+
+  test('a full re-sync asked for during a sync that meets a reorg stays full: a mempool payment whose rawtx was lost is found', async (t) => {
+    const f = await startChainFixture(t, startFakeNode, { confirmations: 0 });
+    const fake = f.node.fake!;
+    const inv = await createInvoice(f);
+    const H = fake.tipHeight;
+    let armed = true;
+    wrapBitcoind(t, 'getBlockHash', (original) => async function (this: Bitcoind, height: number) {
+      if (armed && height === H + 2) {
+        armed = false;
+        // The buyer's payment: its rawtx is lost on the way.
+        fake.dropZmq((m) => m.topic === 'rawtx');
+        await f.node.pay(inv.address, 50_000);
+        fake.dropZmq(null);
+        // The next rawtx shows the gap: Till asks for a full re-sync, queued behind this one.
+        await f.node.pay(fake.walletAddress, 10_000);
+        await new Promise((r) => setTimeout(r, 300));
+        // And the chain moves under the running sync.
+        await f.node.reorg(2, {});
+      }
+      return original.call(this, height);
+    });
+    await f.node.mine(2);
+    await waitFor(() => !armed, 'the sync to reach the block');
+    await f.till.rt.chain!.idle();
+    const after = await getInvoice(f, inv.id);
+    assert.equal(after.payments.length, 1, 'the full re-sync scanned the mempool');
+    assert.equal(after.status, 'paid', '0 confirmations required');
+  });
+});
