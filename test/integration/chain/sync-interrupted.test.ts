@@ -16,7 +16,7 @@ import { startFakeNode } from './nodes.ts';
 const MIN = 60_000;
 
 /** Replaces a Bitcoind method for the test; restored after it. */
-function wrapBitcoind<K extends 'getBlockHash' | 'getChainInfo'>(t: { after(fn: () => void): void }, name: K, wrap: (original: Bitcoind[K]) => Bitcoind[K]): void {
+function wrapBitcoind<K extends 'getBlockHash' | 'getChainInfo' | 'inMempool'>(t: { after(fn: () => void): void }, name: K, wrap: (original: Bitcoind[K]) => Bitcoind[K]): void {
   const original = Bitcoind.prototype[name];
   Bitcoind.prototype[name] = wrap(original);
   t.after(() => {
@@ -44,6 +44,30 @@ describe('chain syncs that do not finish (fake node)', () => {
     await f.till.rt.chain!.requestSync(true, 'test');
     await f.till.rt.chain!.idle();
     const after = await getInvoice(f, inv.id);
+    assert.equal(after.status, 'paid');
+    assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid']);
+  });
+
+  test('a block mined between the catch-up and the mempool check: its payment is confirmed, not replaced', async (t) => {
+    const f = await startChainFixture(t, startFakeNode);
+    const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 15 });
+    await f.node.pay(inv.address, 50_000);
+    await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'the mempool payment');
+    // Past expiry the invoice waits for its on-time payment's block.
+    f.till.clock.advance(16 * MIN);
+    assert.equal(await expireDueInvoices(f.till.rt.ctx), 0);
+    let once = true;
+    wrapBitcoind(t, 'inMempool', (original) => async function (this: Bitcoind, txids: string[]) {
+      if (once) {
+        once = false;
+        await f.node.mine(1);
+      }
+      return original.call(this, txids);
+    });
+    await f.till.rt.chain!.requestSync(false, 'timer');
+    await f.till.rt.chain!.idle();
+    const after = await getInvoice(f, inv.id);
+    assert.equal(after.payments[0].status, 'confirmed');
     assert.equal(after.status, 'paid');
     assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid']);
   });
