@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, test, type TestContext } from 'node:test';
 import jsQRModule from 'jsqr';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { expireDueInvoices } from '../../src/services/invoices.ts';
@@ -73,6 +73,17 @@ async function openCheckout(t: { after(fn: () => Promise<void>): void }, till: T
   page.on('pageerror', (e) => problems.push(e.message));
   const res = await page.goto(`${till.url}/checkout/${id}${query}`);
   return { page, status: res?.status() ?? 0, problems };
+}
+
+/** A till with a new invoice whose page is open, waiting for payment and subscribed to its changes. */
+async function openLivePage(t: TestContext) {
+  const till = await startTestTill(t);
+  const store = setupStore(till);
+  const inv = await createInvoice(till, store);
+  const { page } = await openCheckout(t, till, inv.id);
+  await expectStatus(page, 'Waiting for payment');
+  await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1, 'the page to subscribe');
+  return { till, store, inv, page };
 }
 
 /** Waits for the status headline to read `text`. */
@@ -191,12 +202,7 @@ describe('hosted checkout page in Chromium', { skip: skipReason ?? false }, () =
   });
 
   test('a stream the server ends while the invoice is open (the database failed) hands over to polling', async (t) => {
-    const till = await startTestTill(t);
-    const store = setupStore(till);
-    const inv = await createInvoice(till, store);
-    const { page } = await openCheckout(t, till, inv.id);
-    await expectStatus(page, 'Waiting for payment');
-    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1, 'the page to subscribe');
+    const { till, store, inv, page } = await openLivePage(t);
     const { result } = await failSyncDuring(till, () => call(till, 'POST', `/v1/invoices/${inv.id}/cancel`, { key: store.key }), 'EIO: i/o error, fdatasync');
     assert.equal(result.status, 503);
     // The stream ends; SSE's reconnect and the WebSocket are refused (503); polling goes on until Till is back.
@@ -231,12 +237,7 @@ describe('hosted checkout page in Chromium', { skip: skipReason ?? false }, () =
   });
 
   test('cancelled and unknown invoices say so', async (t) => {
-    const till = await startTestTill(t);
-    const store = setupStore(till);
-    const inv = await createInvoice(till, store);
-    const { page } = await openCheckout(t, till, inv.id);
-    await expectStatus(page, 'Waiting for payment');
-    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1, 'the page to subscribe');
+    const { till, store, inv, page } = await openLivePage(t);
     const cancel = await fetch(`${till.url}/v1/invoices/${inv.id}/cancel`, { method: 'POST', headers: { authorization: `Bearer ${store.key}` } });
     assert.equal(cancel.status, 200);
     await expectStatus(page, 'Invoice cancelled');
