@@ -300,7 +300,7 @@ export class ChainWatcher {
   async #scanMempool(): Promise<void> {
     const { bitcoind } = this.#o;
     const times = await bitcoind.getRawMempoolTimes();
-    if (await this.#mayReconcile(times, true)) this.#publish(reconcileMempool(this.#ctx, (txid) => times.has(txid)));
+    if (await this.#mayReconcile(trackedMempoolTxids(this.#ctx), times, true)) this.#publish(reconcileMempool(this.#ctx, (txid) => times.has(txid)));
     const txids = [...times.keys()];
     for (let i = 0; i < txids.length && this.#running; i += MEMPOOL_FETCH_BATCH) {
       for (const tx of await bitcoind.getRawTransactions(txids.slice(i, i + MEMPOOL_FETCH_BATCH))) {
@@ -314,17 +314,17 @@ export class ChainWatcher {
     const tracked = trackedMempoolTxids(this.#ctx);
     if (tracked.length === 0) return;
     const present = await this.#o.bitcoind.inMempool(tracked);
-    if (await this.#mayReconcile(present, false)) this.#publish(reconcileMempool(this.#ctx, (txid) => present.has(txid)));
+    if (await this.#mayReconcile(tracked, present, false)) this.#publish(reconcileMempool(this.#ctx, (txid) => present.has(txid)));
   }
 
   /**
-   * Whether payments missing from the mempool answer just read may be marked
+   * Whether the tracked payments missing from the mempool answer just read may be marked
    * replaced: only if the node's best block is still the one Till read up to,
    * so that none of them was mined since. Otherwise a re-sync (of the same
    * kind) is queued, which reads the new blocks first.
    */
-  async #mayReconcile(inMempool: { has(txid: string): boolean }, full: boolean): Promise<boolean> {
-    if (trackedMempoolTxids(this.#ctx).every((txid) => inMempool.has(txid))) return false;
+  async #mayReconcile(tracked: string[], inMempool: { has(txid: string): boolean }, full: boolean): Promise<boolean> {
+    if (tracked.every((txid) => inMempool.has(txid))) return false;
     const { bestBlockHash } = await this.#o.bitcoind.getChainInfo();
     if (bestBlockHash === this.#ctx.repos.chainBlocks.tip()?.hash) return true;
     this.#again = { full: full || (this.#again?.full ?? false) };
