@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import type { TestContext } from 'node:test';
 import { transition } from '../../../src/domain/invoice-state.ts';
 import { saveTransition } from '../../../src/services/invoices.ts';
 import { call, type TestStore, type TestTill } from '../../helpers/till-server.ts';
@@ -68,4 +69,39 @@ export async function receivePayment(till: TestTill, id: string, amountSats: num
     return saveTransition(ctx, before, invoice, events);
   });
   ctx.feed.publish(saved);
+}
+
+/** A checkout WebSocket whose messages (parsed JSON) are read in order with next(). */
+export function openSocket(t: TestContext, url: string) {
+  const ws = new WebSocket(url);
+  const queue: any[] = [];
+  let wake: (() => void) | null = null;
+  ws.addEventListener('message', (e) => {
+    queue.push(JSON.parse(String(e.data)));
+    wake?.();
+  });
+  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.addEventListener('close', (e) => resolve({ code: e.code, reason: e.reason })));
+  t.after(() => ws.close());
+  return {
+    ws,
+    closed,
+    opened: new Promise<void>((resolve, reject) => {
+      ws.addEventListener('open', () => resolve());
+      ws.addEventListener('error', () => reject(new Error('WebSocket failed to open')));
+    }),
+    async next(timeoutMs = 3000): Promise<any> {
+      const deadline = Date.now() + timeoutMs;
+      while (queue.length === 0) {
+        if (Date.now() > deadline) throw new Error(`no WebSocket message within ${timeoutMs} ms`);
+        await new Promise<void>((r) => {
+          const timer = setTimeout(r, 20);
+          wake = () => {
+            clearTimeout(timer);
+            r();
+          };
+        });
+      }
+      return queue.shift();
+    },
+  };
 }

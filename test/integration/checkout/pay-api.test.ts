@@ -12,7 +12,7 @@ import { updateStore } from '../../../src/services/stores.ts';
 import { capturedLogger } from '../../helpers/captured-log.ts';
 import { heldSync } from '../../helpers/held-sync.ts';
 import { call, setupStore, startTestTill, TRANSPORTS, type TestTill } from '../../helpers/till-server.ts';
-import { createInvoice, openEvents, simulate, waitFor, within } from './checkout-helpers.ts';
+import { createInvoice, openEvents, openSocket, simulate, waitFor, within } from './checkout-helpers.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const MISSING_ID = 'inv_00000000000000000000000000';
@@ -260,40 +260,6 @@ describe('SSE /pay/invoices/:id/events', () => {
 });
 
 /** Messages of a WebSocket, in order, with a way to wait for the next one and for the close. */
-function openSocket(t: TestContext, url: string) {
-  const ws = new WebSocket(url);
-  const queue: any[] = [];
-  let wake: (() => void) | null = null;
-  ws.addEventListener('message', (e) => {
-    queue.push(JSON.parse(String(e.data)));
-    wake?.();
-  });
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.addEventListener('close', (e) => resolve({ code: e.code, reason: e.reason })));
-  t.after(() => ws.close());
-  return {
-    ws,
-    closed,
-    opened: new Promise<void>((resolve, reject) => {
-      ws.addEventListener('open', () => resolve());
-      ws.addEventListener('error', () => reject(new Error('WebSocket failed to open')));
-    }),
-    async next(timeoutMs = 3000): Promise<any> {
-      const deadline = Date.now() + timeoutMs;
-      while (queue.length === 0) {
-        if (Date.now() > deadline) throw new Error(`no WebSocket message within ${timeoutMs} ms`);
-        await new Promise<void>((r) => {
-          const timer = setTimeout(r, 20);
-          wake = () => {
-            clearTimeout(timer);
-            r();
-          };
-        });
-      }
-      return queue.shift();
-    },
-  };
-}
-
 const portOf = (till: TestTill) => Number(new URL(till.url).port);
 const wsUrl = (till: TestTill, path: string) => till.url.replace(/^http/, 'ws') + path;
 
@@ -525,7 +491,8 @@ function rawRequest(port: number, path: string, localAddress: string, headers: R
 const WS_HEADERS = { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13' };
 
 describe('upgrade requests to the HTTP routes (socket)', () => {
-  const upgradeHead = (path: string) => `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`;
+  const upgradeHead = (path: string) =>
+    [`GET ${path} HTTP/1.1`, 'Host: 127.0.0.1', ...Object.entries(WS_HEADERS).map(([name, value]) => `${name}: ${value}`), '', ''].join('\r\n');
 
   test('clients that reset the connection while the answer goes out leave the server running', async (t) => {
     const till = await startTestTill(t);

@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import { capturedLogger } from '../../helpers/captured-log.ts';
 import { failSyncDuring, heldSync } from '../../helpers/held-sync.ts';
 import { call, setupStore, startTestTill, TRANSPORTS, type TestTill } from '../../helpers/till-server.ts';
-import { openEvents, waitFor, within } from '../checkout/checkout-helpers.ts';
+import { openEvents, openSocket, within } from '../checkout/checkout-helpers.ts';
 import { startWebhookFixture } from '../webhooks/helpers.ts';
 import { assertInvoice, postInvoice } from './invoice-api.ts';
 
@@ -129,12 +129,8 @@ describe('a failed fdatasync (socket)', () => {
     const sentBefore = f.receiver.requests.length;
     const { reader } = await openEvents(till, t, before.id);
     assert.equal((await reader.nextJson()).data.status, 'pending');
-    const openWs = new WebSocket(`${till.url.replace(/^http/, 'ws')}/pay/invoices/${before.id}/stream`);
-    t.after(() => openWs.close());
-    const wsHeard: string[] = [];
-    openWs.addEventListener('message', (e) => wsHeard.push(JSON.parse(String(e.data)).data.status));
-    const wsClosed = new Promise<{ code: number; reason: string }>((resolve) => openWs.addEventListener('close', (e) => resolve({ code: e.code, reason: e.reason })));
-    await waitFor(() => wsHeard.length === 1, 'the WebSocket snapshot');
+    const openWs = openSocket(t, `${till.url.replace(/^http/, 'ws')}/pay/invoices/${before.id}/stream`);
+    assert.equal((await openWs.next()).data.status, 'pending');
     const held = heldSync();
     await till.rt.ctx.writes.useWalSync(held.sync);
     const idem = { 'idempotency-key': 'order-1' };
@@ -174,8 +170,8 @@ describe('a failed fdatasync (socket)', () => {
     till.rt.ctx.feed.publish({ ...stored, status: 'paid', version: stored.version + 1 });
     await within(3000, 'the open SSE stream to end', reader.ended);
     assert.deepEqual(reader.messages.map((m) => JSON.parse(m.data).status), ['pending'], 'the SSE stream heard nothing more');
-    assert.deepEqual(await within(3000, 'the open WebSocket to close', wsClosed), { code: 1013, reason: 'database unavailable' });
-    assert.deepEqual(wsHeard, ['pending'], 'the WebSocket heard nothing more');
+    assert.deepEqual(await within(3000, 'the open WebSocket to close', openWs.closed), { code: 1013, reason: 'database unavailable' });
+    await assert.rejects(openWs.next(0), /no WebSocket message/, 'the WebSocket heard nothing more');
     // A WebSocket is refused with the 503, not upgraded and then closed.
     const ws = new WebSocket(`${till.url.replace(/^http/, 'ws')}/pay/invoices/${before.id}/stream`);
     const wsEnd = await new Promise<string>((resolve) => {
