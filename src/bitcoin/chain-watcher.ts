@@ -1,8 +1,9 @@
-import { Transaction } from 'bitcoinjs-lib';
+import { Transaction, type Block } from 'bitcoinjs-lib';
 import type { Network } from '../config.ts';
 import type { StoredInvoice } from '../db/invoices.ts';
 import type { Logger } from '../log.ts';
-import { applyBlock, applyMempoolTx, applyScannedOutput, disconnectBlock, loadWatchSet, reconcileMempool, recordBlockSeen, trackedMempoolTxids } from '../services/chain-payments.ts';
+import type { ChainBlock } from '../db/chain-blocks.ts';
+import { applyBlock, applyChainChange, applyMempoolTx, applyScannedOutput, loadWatchSet, readBlock, reconcileMempool, recordBlockSeen, trackedMempoolTxids, type BlockFacts } from '../services/chain-payments.ts';
 import type { Context } from '../services/context.ts';
 import { RPC_PRUNED_OR_MISC, type Bitcoind } from './bitcoind.ts';
 import { CHAIN_NAMES } from './node-connection.ts';
@@ -44,6 +45,12 @@ export interface ChainWatcherOptions {
 const MAX_BACKOFF_MS = 30_000;
 export const DEFAULT_RESYNC_MS = 30_000;
 const MEMPOOL_FETCH_BATCH = 500;
+/**
+ * New-branch blocks past the old tip undone and redone in the same change: a
+ * reorged-out payment is usually mined again within a few blocks, and then
+ * never counted as lost.
+ */
+const REORG_SPAN = 6;
 
 export class ChainWatcher {
   readonly #o: Required<Omit<ChainWatcherOptions, 'zmqEndpoint' | 'onFatal'>> & Pick<ChainWatcherOptions, 'zmqEndpoint' | 'onFatal'>;
@@ -237,7 +244,7 @@ export class ChainWatcher {
   async #catchUpBlocks(nodeHeight: number): Promise<boolean> {
     const ctx = this.#ctx;
     const { bitcoind } = this.#o;
-    let tip = ctx.repos.chainBlocks.tip();
+    const tip = ctx.repos.chainBlocks.tip();
     if (!tip) {
       // First start: payments before now belong to no invoice; begin at the node's tip.
       const hash = await bitcoind.getBlockHash(nodeHeight);
@@ -245,40 +252,82 @@ export class ChainWatcher {
       recordBlockSeen(ctx, { height: nodeHeight, hash, prevHash: header.prevHash });
       return true;
     }
-    // Roll back to the fork point: stored blocks the node no longer has at that height.
-    while (tip) {
-      const nodeHash = tip.height <= nodeHeight ? await bitcoind.getBlockHash(tip.height) : null;
-      if (nodeHash === tip.hash) break;
-      this.#log.warn({ height: tip.height, hash: tip.hash }, 'block left the best chain; rolling back');
-      this.#publish(disconnectBlock(ctx, tip.height, tip.hash, ctx.clock.now()));
-      tip = ctx.repos.chainBlocks.get(tip.height - 1);
-    }
-    if (!tip) {
-      this.#log.error('reorg deeper than the blocks Till keeps; continuing from the node tip');
-      const hash = await bitcoind.getBlockHash(nodeHeight);
-      recordBlockSeen(ctx, { height: nodeHeight, hash, prevHash: (await bitcoind.getBlockHeader(hash)).prevHash });
-      return true;
-    }
+    const next = await this.#followReorg(tip, nodeHeight);
+    if (next === null) return false;
     let prunedScanDone = false;
-    for (let height = tip.height + 1; height <= nodeHeight && this.#running; height++) {
+    for (let height = next; height <= nodeHeight && this.#running; height++) {
       const hash = await bitcoind.getBlockHash(height);
       try {
         const block = await bitcoind.getBlock(hash);
-        const prev = Buffer.from(block.prevHash!).reverse().toString('hex');
-        if (prev !== ctx.repos.chainBlocks.get(height - 1)?.hash) {
-          // The chain moved under us mid-sync: start over from the fork point (keeping a full re-sync asked for meanwhile).
-          this.#again = { full: this.#again?.full ?? false };
-          return false;
-        }
+        if (!this.#extendsStoredTip(block, height)) return false;
         this.#publish(applyBlock(ctx, this.#watch!, block, height, ctx.clock.now()));
       } catch (err) {
-        if (!(err instanceof RpcError && err.code === RPC_PRUNED_OR_MISC && /prun/i.test(err.message))) throw err;
+        if (!isPrunedError(err)) throw err;
         if (!prunedScanDone) await this.#scanUtxoSet(height, nodeHeight);
         prunedScanDone = true;
         recordBlockSeen(ctx, { height, hash, prevHash: (await bitcoind.getBlockHeader(hash)).prevHash });
       }
     }
     return true;
+  }
+
+  /** Whether a block fetched for `height` builds on the block stored below it; if not, a re-sync starts over. */
+  #extendsStoredTip(block: Block, height: number): boolean {
+    const prev = Buffer.from(block.prevHash!).reverse().toString('hex');
+    const below = this.#ctx.repos.chainBlocks.get(height - 1);
+    // No block below: a reorg deeper than the blocks kept starts the new branch at the lowest one.
+    if (!below || prev === below.hash) return true;
+    this.#startOver();
+    return false;
+  }
+
+  /** The chain moved under the sync: a re-sync is queued to start over from the fork point, keeping a full one asked for meanwhile. */
+  #startOver(full = false): void {
+    this.#again = { full: full || (this.#again?.full ?? false) };
+  }
+
+  /**
+   * Stored blocks the node no longer has on its best chain (a reorg) are
+   * undone together with the new branch's blocks up to REORG_SPAN past the old
+   * tip, in one chain change. Returns the next height to connect; null when
+   * the chain moved while reading it (a re-sync is queued).
+   */
+  async #followReorg(tip: ChainBlock, nodeHeight: number): Promise<number | null> {
+    const ctx = this.#ctx;
+    const { bitcoind } = this.#o;
+    const stale: ChainBlock[] = [];
+    for (let b: ChainBlock | null = tip; b; b = ctx.repos.chainBlocks.get(b.height - 1)) {
+      if (b.height <= nodeHeight && (await bitcoind.getBlockHash(b.height)) === b.hash) break;
+      stale.push(b);
+    }
+    if (stale.length === 0) return tip.height + 1;
+    const lowest = stale.at(-1)!;
+    const kept = ctx.repos.chainBlocks.get(lowest.height - 1);
+    // Deeper than the blocks Till keeps: the new branch is read from the lowest one kept.
+    this.#log.warn({ from: lowest.height, to: tip.height, deeper_than_kept: kept === null }, 'blocks left the best chain; rolling back');
+    const connected: BlockFacts[] = [];
+    let prevHash = kept?.hash ?? null;
+    for (let height = lowest.height; height <= Math.min(nodeHeight, tip.height + REORG_SPAN); height++) {
+      let block: Block;
+      try {
+        block = await bitcoind.getBlock(await bitcoind.getBlockHash(height));
+      } catch (err) {
+        // A pruned block: the new branch so far is applied, the catch-up scans the UTXO set from there.
+        if (isPrunedError(err)) break;
+        throw err;
+      }
+      // Stopping: nothing of the reorg is written; the next start finds it again.
+      if (!this.#running) return null;
+      const facts = readBlock(ctx, this.#watch!, block, height);
+      if (prevHash !== null && facts.prevHash !== prevHash) {
+        this.#startOver();
+        return null;
+      }
+      connected.push(facts);
+      prevHash = facts.hash;
+    }
+    this.#publish(applyChainChange(ctx, { disconnected: stale, connected }, ctx.clock.now()));
+    return (connected.at(-1)?.height ?? lowest.height - 1) + 1;
   }
 
   /** A needed block was pruned: find confirmed payments in the UTXO set instead (spent ones cannot be seen). */
@@ -327,7 +376,12 @@ export class ChainWatcher {
     if (tracked.every((txid) => inMempool.has(txid))) return false;
     const { bestBlockHash } = await this.#o.bitcoind.getChainInfo();
     if (bestBlockHash === this.#ctx.repos.chainBlocks.tip()?.hash) return true;
-    this.#again = { full: full || (this.#again?.full ?? false) };
+    this.#startOver(full);
     return false;
   }
+}
+
+/** Core's answer for a block it has pruned away. */
+function isPrunedError(err: unknown): boolean {
+  return err instanceof RpcError && err.code === RPC_PRUNED_OR_MISC && /prun/i.test(err.message);
 }

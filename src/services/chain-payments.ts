@@ -111,51 +111,91 @@ export function applyMempoolTx(ctx: Context, watch: WatchSet, tx: Transaction, f
   });
 }
 
-/**
- * A block on the best chain at `height`: its payments confirmed, every recent
- * payment's confirmation count moved, the state of their invoices re-run, and
- * the block recorded as processed — together.
- */
+/** What a block on the best chain brings: where it sits, and the watched outputs it pays. */
+export interface BlockFacts {
+  height: number;
+  hash: string;
+  prevHash: string;
+  /** The block's timestamp, ms. */
+  time: number;
+  found: Array<OutputMatch & { txid: string }>;
+}
+
+/** Reads a block's facts (outside any transaction: matching is the costly part, and holds no lock). */
+export function readBlock(ctx: Context, watch: WatchSet, block: Block, height: number): BlockFacts {
+  return {
+    height,
+    hash: block.getId(),
+    prevHash: Buffer.from(block.prevHash!).reverse().toString('hex'),
+    time: block.timestamp * 1000,
+    found: (block.transactions ?? []).flatMap((tx) => matchOutputs(ctx, watch, tx).map((m) => ({ ...m, txid: tx.getId() }))),
+  };
+}
+
+/** One move of the best chain: blocks that left it (tip first), then blocks that joined it (lowest first). */
+export interface ChainChange {
+  disconnected: Array<{ height: number; hash: string }>;
+  connected: BlockFacts[];
+}
+
+/** A block on the best chain at `height`. */
 export function applyBlock(ctx: Context, watch: WatchSet, block: Block, height: number, now: number): StoredInvoice[] {
-  const hash = block.getId();
-  const blockTime = block.timestamp * 1000;
-  const found = (block.transactions ?? []).flatMap((tx) => matchOutputs(ctx, watch, tx).map((m) => ({ ...m, txid: tx.getId() })));
+  return applyChainChange(ctx, { disconnected: [], connected: [readBlock(ctx, watch, block, height)] }, now);
+}
+
+/**
+ * A move of the best chain, in one transaction: payments of blocks that left
+ * it go back to unconfirmed, payments of blocks that joined it are confirmed,
+ * recent payments' confirmation counts move, and the blocks are recorded as
+ * processed. Each invoice touched is evaluated once, from its state before the
+ * move to its payments after it: a payment that a reorg moves from one block
+ * to another never looks lost (no false payment_reversed).
+ */
+export function applyChainChange(ctx: Context, change: ChainChange, now: number): StoredInvoice[] {
+  const lowest = change.disconnected.at(-1);
+  const tip = change.connected.at(-1)?.height ?? (lowest ? lowest.height - 1 : null);
+  if (tip === null) return [];
   return writeChainChange(ctx, () => {
-    ctx.chain.blockChanges++;
-    ctx.repos.chainBlocks.insert({ height, hash, prevHash: Buffer.from(block.prevHash!).reverse().toString('hex') }, now);
-    ctx.repos.chainBlocks.pruneBelow(height - BLOCKS_KEPT);
-    // Counts first, so every evaluation below sees the payments at this block's depth.
-    ctx.repos.invoices.refreshConfirmations(height, CONFIRMATION_TRACKING_DEPTH);
-    const changed = new Map<string, StoredInvoice>();
-    for (const m of found) {
-      const inv = byId(changed, ctx.repos.invoices.get(m.invoice.id)!);
-      // A payment first seen in a block (Till was down, or missed the mempool) counts from the block's time.
-      const payment: Payment = { txid: m.txid, vout: m.vout, amountSats: m.sats, status: 'confirmed', confirmations: 1, blockHeight: height, blockHash: hash, firstSeenAt: Math.min(now, blockTime) };
-      changed.set(inv.id, applyPayments(ctx, inv, withPayment(inv.payments, payment), now));
+    const touched = new Map<string, { before: StoredInvoice; payments: Payment[] }>();
+    const take = (id: string, load: () => StoredInvoice) => {
+      let entry = touched.get(id);
+      if (!entry) {
+        const inv = load();
+        touched.set(id, (entry = { before: inv, payments: inv.payments }));
+      }
+      return entry;
+    };
+    for (const { height, hash } of change.disconnected) {
+      ctx.chain.blockChanges++;
+      for (const inv of ctx.repos.invoices.listWithPaymentsInBlock(hash)) {
+        const entry = take(inv.id, () => inv);
+        entry.payments = entry.payments.map((p) => (p.blockHash === hash ? { ...p, status: 'mempool' as const, confirmations: 0, blockHeight: null, blockHash: null } : p));
+      }
+      ctx.repos.chainBlocks.remove(height);
     }
+    for (const b of change.connected) {
+      ctx.chain.blockChanges++;
+      ctx.repos.chainBlocks.insert({ height: b.height, hash: b.hash, prevHash: b.prevHash }, now);
+      for (const m of b.found) {
+        const entry = take(m.invoice.id, () => ctx.repos.invoices.get(m.invoice.id)!);
+        // A payment first seen in a block (Till was down, or missed the mempool) counts from the block's time.
+        const payment: Payment = { txid: m.txid, vout: m.vout, amountSats: m.sats, status: 'confirmed', confirmations: 1, blockHeight: b.height, blockHash: b.hash, firstSeenAt: Math.min(now, b.time) };
+        entry.payments = withPayment(entry.payments, payment);
+      }
+    }
+    ctx.repos.chainBlocks.pruneBelow(tip - BLOCKS_KEPT);
+    // Counts first, so every evaluation below sees the payments at the new tip's depth.
+    ctx.repos.invoices.refreshConfirmations(tip, CONFIRMATION_TRACKING_DEPTH);
     // Invoices with recent payments may cross their confirmation threshold now.
-    for (const inv of ctx.repos.invoices.listWithPaymentsFromHeight(height - STATE_DEPTH + 1)) {
-      if (!changed.has(inv.id)) changed.set(inv.id, applyPayments(ctx, inv, inv.payments, now));
-    }
-    return [...changed.values()];
+    for (const inv of ctx.repos.invoices.listWithPaymentsFromHeight(tip - STATE_DEPTH + 1)) take(inv.id, () => inv);
+    return [...touched.values()].map(({ before, payments }) => applyPayments(ctx, before, countedAt(payments, tip), now));
   });
 }
 
-/** A block left the best chain: its payments go back to unconfirmed until seen again. */
-export function disconnectBlock(ctx: Context, height: number, hash: string, now: number): StoredInvoice[] {
-  return writeChainChange(ctx, () => {
-    ctx.chain.blockChanges++;
-    const changed = ctx.repos.invoices.listWithPaymentsInBlock(hash).map((inv) =>
-      applyPayments(
-        ctx,
-        inv,
-        inv.payments.map((p) => (p.blockHash === hash ? { ...p, status: 'mempool' as const, confirmations: 0, blockHeight: null, blockHash: null } : p)),
-        now,
-      ),
-    );
-    ctx.repos.chainBlocks.remove(height);
-    return changed;
-  });
+/** The payments with their confirmation counts at `tip`, as refreshConfirmations sets them; the same array if none moved. */
+function countedAt(payments: Payment[], tip: number): Payment[] {
+  const depth = (p: Payment) => (p.status === 'confirmed' && p.blockHeight !== null && p.blockHeight > tip - CONFIRMATION_TRACKING_DEPTH ? tip - p.blockHeight + 1 : p.confirmations);
+  return payments.every((p) => depth(p) === p.confirmations) ? payments : payments.map((p) => ({ ...p, confirmations: depth(p) }));
 }
 
 /**

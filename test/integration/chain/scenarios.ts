@@ -223,6 +223,49 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.equal(types.filter((x) => x === 'invoice.payment_reversed').length, 1, types.join(','));
   });
 
+  // A real node's reorg by invalidateblock shows the shorter chain in between: on the fake it is one switch, as in Core.
+  onFake('a reorg whose new branch mines the payment again: the invoice stays paid, no payment_reversed', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const inv = await createInvoice(f);
+    await f.node.pay(inv.address, 50_000);
+    await mineAndSync(f);
+    assert.equal((await getInvoice(f, inv.id)).status, 'paid');
+    const before = f.till.rt.ctx.repos.invoices.get(inv.id)!;
+    await f.node.reorg(1, {});
+    const tip = await f.node.tip();
+    await synced(f);
+    const after = await getInvoice(f, inv.id);
+    assert.equal(after.status, 'paid');
+    assert.equal(after.payments[0].status, 'confirmed');
+    const stored = f.till.rt.ctx.repos.invoices.get(inv.id)!.payments[0]!;
+    assert.equal(stored.blockHash, f.till.rt.ctx.repos.chainBlocks.get(stored.blockHeight!)!.hash, 'confirmed in the new branch');
+    assert.notEqual(stored.blockHash, before.payments[0]!.blockHash);
+    assert.equal(after.payments[0].confirmations, tip.height - after.payments[0].block_height + 1);
+    assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid']);
+  });
+
+  onFake('a reorg deeper than the blocks Till keeps (just after its first start): the new branch is read, its payment counts', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const first = f.till.rt.ctx.repos.chainBlocks.tip()!;
+    const inv = await createInvoice(f);
+    await f.node.pay(inv.address, 50_000);
+    await mineAndSync(f);
+    assert.equal((await getInvoice(f, inv.id)).status, 'paid');
+    // The fork point is below the first block Till stored.
+    await f.node.reorg(2, {});
+    const tip = await f.node.tip();
+    await synced(f);
+    await f.till.rt.chain!.requestSync(true, 'test');
+    const after = await getInvoice(f, inv.id);
+    assert.equal(after.payments[0].status, 'confirmed');
+    assert.equal(after.payments[0].confirmations, tip.height - after.payments[0].block_height + 1);
+    assert.equal(after.amount_confirmed_sats, 50_000);
+    assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid']);
+    // Every block of the new branch from Till's first one up is recorded.
+    for (let h = first.height; h <= tip.height; h++) assert.ok(f.till.rt.ctx.repos.chainBlocks.get(h), `block ${h} recorded`);
+    assert.equal(f.till.rt.ctx.repos.chainBlocks.tip()!.hash, tip.hash);
+  });
+
   onFake('every second ZMQ rawtx dropped: every payment is still found', async (t) => {
     const f = await startChainFixture(t, makeNode);
     let n = 0;
