@@ -187,7 +187,8 @@ export function createInvoicesRepo(db: Db) {
     `INSERT INTO payments (txid, vout, invoice_id, amount_sats, status, block_hash, block_height, confirmations, first_seen_at)
      VALUES (@txid, @vout, @invoiceId, @amountSats, @status, @blockHash, @blockHeight, @confirmations, @firstSeenAt)
      ON CONFLICT (txid, vout) DO UPDATE SET status = excluded.status, block_hash = excluded.block_hash,
-       block_height = excluded.block_height, confirmations = excluded.confirmations`,
+       block_height = excluded.block_height, confirmations = excluded.confirmations,
+       first_seen_at = MIN(first_seen_at, excluded.first_seen_at)`,
   );
   const deletePayment = db.prepare<[string, number]>('DELETE FROM payments WHERE txid = ? AND vout = ?');
   const duePending = db.prepare<[number, number, number], InvoiceRow>(

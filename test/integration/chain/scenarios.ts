@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { ManualClock } from '../../../src/clock.ts';
 import { loadConfig } from '../../../src/config.ts';
 import { silentLogger } from '../../../src/log.ts';
 import { createRuntime } from '../../../src/runtime.ts';
@@ -301,6 +302,26 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
       assert.equal(stored.status, 'paid', inv.id);
       assert.ok(stored.payments[0]!.firstSeenAt < stored.expiresAt, 'a payment mined while Till was down counts from its block time');
     }
+  });
+
+  onFake('a payment first found in a block is dated at the block\'s time, also when the block\'s rawtx reached Till first', async (t) => {
+    const nodeClock = new ManualClock(Date.now());
+    const f = await startChainFixture(t, () => makeNode(nodeClock));
+    const start = f.till.clock.now();
+    nodeClock.set(start);
+    const inv = await createInvoice(f);
+    // The buyer's transaction reaches the miner, not Till (its mempool rawtx is lost).
+    fakeOnly(f).dropZmq((m) => m.topic === 'rawtx');
+    const txid = await f.node.pay(inv.address, 50_000);
+    fakeOnly(f).dropZmq(null);
+    // Mined in a block stamped minute 2, which reaches Till at minute 3: Core sends the block's rawtx before its hashblock.
+    nodeClock.set(start + 2 * 60_000);
+    f.till.clock.set(start + 3 * 60_000);
+    await mineAndSync(f);
+    const paid = await getInvoice(f, inv.id);
+    assert.equal(paid.status, 'paid');
+    assert.equal(paid.payments[0].txid, txid);
+    assert.equal(paid.payments[0].first_seen_at, new Date(Math.floor((start + 2 * 60_000) / 1000) * 1000).toISOString());
   });
 
   test('after a failed fdatasync a sync still under way writes nothing: the payment is found after the restart', async (t) => {
