@@ -129,10 +129,16 @@ export class ChainWatcher {
     this.#watch.add(inv.scriptHex, inv.rowid);
   }
 
+  /**
+   * As of the last block Till processed, not of now: an invoice whose watch
+   * ended while Till was down is still watched in the blocks it missed (the
+   * prune after the catch-up lets it go).
+   */
   #buildWatchSet(): void {
     const now = this.#ctx.clock.now();
-    this.#watch = loadWatchSet(this.#ctx, now);
-    this.#lastPrune = now;
+    const asOf = Math.min(now, this.#ctx.repos.chainBlocks.tipProcessedAt() ?? now);
+    this.#watch = loadWatchSet(this.#ctx, asOf);
+    this.#lastPrune = asOf;
   }
 
   #pruneWatchSet(): void {
@@ -160,13 +166,14 @@ export class ChainWatcher {
       this.#ctx.chain.initialBlockDownload = info.initialBlockDownload;
       this.#health = { ...this.#health, status: 'syncing', error: null, initial_block_download: info.initialBlockDownload, pruned: info.pruned };
       if (!this.#watch) this.#buildWatchSet();
-      else this.#pruneWatchSet();
       await this.#startFeed();
       // Cut short (the chain moved under it): the queued re-sync finishes the work; until then Till has not caught up.
       if (!(await this.#catchUpBlocks(info.blocks))) {
         this.#ctx.chain.caughtUp = false;
         return;
       }
+      // Only now: the blocks just read may pay invoices whose watch ended since the last prune.
+      this.#pruneWatchSet();
       if (full) await this.#scanMempool();
       else await this.#checkTrackedMempool();
       this.#ctx.chain.caughtUp = true;
@@ -336,7 +343,7 @@ export class ChainWatcher {
     const message = `block ${fromHeight} is pruned on the node; confirmed payments were looked up in the UTXO set (scantxoutset) instead. Outputs already spent again cannot be seen that way: keep the node's prune depth above Till's downtime.`;
     this.#health = { ...this.#health, pruned_fallback: message };
     this.#log.warn(message);
-    const addresses = ctx.repos.invoices.listWatchedAddresses(ctx.clock.now());
+    const addresses = ctx.repos.invoices.listWatchedAddresses(this.#lastPrune);
     if (addresses.length === 0) return;
     for (const u of await this.#o.bitcoind.scanAddresses(addresses)) {
       const blockHash = await this.#o.bitcoind.getBlockHash(u.height);

@@ -13,6 +13,7 @@ export function createChainBlocksRepo(db: Db) {
   const tip = db.prepare<[], { height: number; hash: string; prev_hash: string }>('SELECT height, hash, prev_hash FROM chain_blocks ORDER BY height DESC LIMIT 1');
   const byHeight = db.prepare<[number], { height: number; hash: string; prev_hash: string }>('SELECT height, hash, prev_hash FROM chain_blocks WHERE height = ?');
   const insert = db.prepare<[number, string, string, number]>('INSERT OR REPLACE INTO chain_blocks (height, hash, prev_hash, processed_at) VALUES (?, ?, ?, ?)');
+  const tipProcessedAt = db.prepare<[], number>('SELECT processed_at FROM chain_blocks ORDER BY height DESC LIMIT 1').pluck();
   const remove = db.prepare<[number]>('DELETE FROM chain_blocks WHERE height = ?');
   const prune = db.prepare<[number]>('DELETE FROM chain_blocks WHERE height < ?');
   const toBlock = (r: { height: number; hash: string; prev_hash: string } | undefined): ChainBlock | null =>
@@ -20,6 +21,8 @@ export function createChainBlocksRepo(db: Db) {
   return {
     tip: () => toBlock(tip.get()),
     get: (height: number) => toBlock(byHeight.get(height)),
+    /** When Till processed its tip block: how far its view of the chain reaches in time. */
+    tipProcessedAt: (): number | null => tipProcessedAt.get() ?? null,
     insert(b: ChainBlock, at: number): void {
       insert.run(b.height, b.hash, b.prevHash, at);
     },

@@ -1,5 +1,8 @@
 import type { TestContext } from 'node:test';
 import { ManualClock } from '../../../src/clock.ts';
+import { loadConfig } from '../../../src/config.ts';
+import { silentLogger } from '../../../src/log.ts';
+import { createRuntime, type Runtime } from '../../../src/runtime.ts';
 import { call, setupStore, startTestTill, type TestStore, type TestTill } from '../../helpers/till-server.ts';
 import type { ChainNode } from './nodes.ts';
 
@@ -14,6 +17,13 @@ export interface ChainFixture {
 /** The env that points a Till at a node. */
 export function nodeEnv(node: Pick<ChainNode, 'rpcUrl' | 'cookieFile' | 'zmqEndpoint'>): Record<string, string> {
   return { TILL_BITCOIND: 'true', TILL_RPC_URL: node.rpcUrl, TILL_RPC_COOKIE_FILE: node.cookieFile, TILL_ZMQ: node.zmqEndpoint };
+}
+
+/** A second Till runtime on the fixture's data dir, node and clock (after the first was stopped); not started. */
+export function restartTill(t: TestContext, f: ChainFixture): Runtime {
+  const rt = createRuntime(loadConfig({ env: { TILL_DATA_DIR: f.till.config.dataDir, TILL_NETWORK: 'regtest', TILL_RATES: 'fixed:65000', ...nodeEnv(f.node) } }), { clock: f.till.clock, logger: silentLogger });
+  t.after(() => rt.stop());
+  return rt;
 }
 
 /** A node and a Till watching it (a live store on regtest), on one clock, synced. */

@@ -1,14 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ManualClock } from '../../../src/clock.ts';
-import { loadConfig } from '../../../src/config.ts';
-import { silentLogger } from '../../../src/log.ts';
-import { createRuntime } from '../../../src/runtime.ts';
 import { expireDueInvoices } from '../../../src/services/invoices.ts';
 import { addXpub } from '../../../src/services/xpubs.ts';
 import { failSyncDuring } from '../../helpers/held-sync.ts';
 import { call, startTestTill } from '../../helpers/till-server.ts';
-import { createInvoice, eventTypes, getInvoice, listInvoices, mineAndSync, nodeEnv, startChainFixture, startWatching, synced, waitFor, type NodeFactory } from './helpers.ts';
+import { createInvoice, eventTypes, getInvoice, listInvoices, mineAndSync, nodeEnv, restartTill, startChainFixture, startWatching, synced, waitFor, type NodeFactory } from './helpers.ts';
 
 /**
  * The chain scenarios, end to end through HTTP, against any node: the fake
@@ -16,6 +13,8 @@ import { createInvoice, eventTypes, getInvoice, listInvoices, mineAndSync, nodeE
  * (real-bitcoind.test.ts). Scenarios that need a control only the fake has
  * (IBD, dropped ZMQ messages, RPC outage, pruning) run on the fake alone.
  */
+const DAY = 24 * 3600_000;
+
 export function defineChainScenarios(name: string, makeNode: NodeFactory): void {
   const fakeOnly = (f: { node: { fake?: unknown } }) => {
     if (!f.node.fake) throw new Error('fake-only scenario run on a real node');
@@ -291,8 +290,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
       await f.node.pay(inv.address, 50_000);
       await f.node.mine(1);
     }
-    const rt2 = createRuntime(loadConfig({ env: { TILL_DATA_DIR: f.till.config.dataDir, TILL_NETWORK: 'regtest', TILL_RATES: 'fixed:65000', ...nodeEnv(f.node) } }), { clock: f.till.clock, logger: silentLogger });
-    t.after(() => rt2.stop());
+    const rt2 = restartTill(t, f);
     assert.equal(rt2.ctx.chain.caughtUp, false, 'no live invoice expires before the first catch-up');
     rt2.chain!.start();
     await rt2.chain!.idle();
@@ -303,6 +301,35 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
       assert.ok(stored.payments[0]!.firstSeenAt < stored.expiresAt, 'a payment mined while Till was down counts from its block time');
     }
   });
+
+  for (const ended of ['cancelled', 'expired'] as const) {
+    test(`Till down past the watch window of a ${ended} invoice: a payment mined inside the window is recorded on start`, async (t) => {
+      const f = await startChainFixture(t, makeNode);
+      const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
+      if (ended === 'cancelled') assert.equal((await call(f.till, 'POST', `/v1/invoices/${inv.id}/cancel`, { key: f.store.key })).status, 200);
+      else {
+        f.till.clock.advance(5 * 60_000);
+        assert.equal(await expireDueInvoices(f.till.rt.ctx), 1);
+      }
+      await f.till.rt.stop();
+      // Day 1 of the 7-day window: the buyer pays anyway (money to refund), mined at once; Till comes back on day 8.
+      f.till.clock.advance(DAY);
+      const txid = await f.node.pay(inv.address, 50_000);
+      await f.node.mine(1);
+      f.till.clock.advance(7 * DAY);
+      const rt2 = restartTill(t, f);
+      rt2.chain!.start();
+      await rt2.chain!.idle();
+      const stored = rt2.ctx.repos.invoices.get(inv.id)!;
+      assert.deepEqual(stored.payments.map((p) => [p.txid, p.status]), [[txid, 'confirmed']]);
+      assert.equal(stored.status, ended);
+      assert.ok(rt2.ctx.repos.events.listForInvoice(inv.id).some((e) => e.type === 'invoice.payment_detected'), 'the merchant is told');
+      // Caught up, the window over: the address is watched no more.
+      await f.node.pay(inv.address, 10_000);
+      await rt2.chain!.requestSync(true, 'test');
+      assert.equal(rt2.ctx.repos.invoices.get(inv.id)!.payments.length, 1);
+    });
+  }
 
   onFake('a payment first found in a block is dated at the block\'s time, also when the block\'s rawtx reached Till first', async (t) => {
     const nodeClock = new ManualClock(Date.now());

@@ -2,11 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Bitcoind } from '../../../src/bitcoin/bitcoind.ts';
 import { ManualClock } from '../../../src/clock.ts';
-import { loadConfig } from '../../../src/config.ts';
-import { silentLogger } from '../../../src/log.ts';
-import { createRuntime } from '../../../src/runtime.ts';
+import type { Runtime } from '../../../src/runtime.ts';
 import { expireDueInvoices } from '../../../src/services/invoices.ts';
-import { createInvoice, eventTypes, getInvoice, nodeEnv, startChainFixture, waitFor } from './helpers.ts';
+import { createInvoice, eventTypes, getInvoice, restartTill, startChainFixture, waitFor } from './helpers.ts';
 import { startFakeNode } from './nodes.ts';
 
 // Syncs that fail or are cut short, on the fake node (whose RPC the tests
@@ -98,7 +96,7 @@ describe('chain syncs that do not finish (fake node)', () => {
       }
       return original.call(this, height);
     });
-    let rt2: ReturnType<typeof createRuntime> | null = null;
+    let rt2: Runtime | null = null;
     let infoCalls = 0;
     const expiredMidway: number[] = [];
     wrapBitcoind(t, 'getChainInfo', (original) => async function (this: Bitcoind) {
@@ -106,8 +104,7 @@ describe('chain syncs that do not finish (fake node)', () => {
       if (++infoCalls === 2) expiredMidway.push(await expireDueInvoices(rt2!.ctx));
       return original.call(this);
     });
-    rt2 = createRuntime(loadConfig({ env: { TILL_DATA_DIR: f.till.config.dataDir, TILL_NETWORK: 'regtest', TILL_RATES: 'fixed:65000', ...nodeEnv(f.node) } }), { clock: f.till.clock, logger: silentLogger });
-    t.after(() => rt2!.stop());
+    rt2 = restartTill(t, f);
     rt2.chain!.start();
     await rt2.chain!.idle();
     assert.deepEqual(expiredMidway, [0], 'the re-sync after the cut ran, and nothing expired before it');
