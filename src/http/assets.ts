@@ -66,7 +66,14 @@ export function sendAsset(event: H3Event, asset: Asset, opts: { status?: number;
   headers.set('x-content-type-options', 'nosniff');
   for (const [k, v] of Object.entries(opts.headers ?? {})) headers.set(k, v);
   const status = opts.status ?? 200;
-  if (status === 200 && event.req.headers.get('if-none-match') === asset.etag) return new Response(null, { status: 304 });
+  if (status === 200 && noneMatch(event.req.headers.get('if-none-match'), asset.etag)) return new Response(null, { status: 304 });
   event.res.status = status;
   return asset.body;
+}
+
+/** If-None-Match (RFC 9110 13.1.2): `*`, or a list of entity tags compared weakly (a compressing proxy marks its copy W/). */
+function noneMatch(header: string | null, etag: string): boolean {
+  if (header === null) return false;
+  if (header.trim() === '*') return true;
+  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
 }

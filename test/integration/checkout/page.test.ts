@@ -65,6 +65,11 @@ describe('GET /checkout/:id and its files', () => {
     const again = await till.request('/checkout/assets/checkout.js', { headers: { 'if-none-match': etag } });
     assert.equal(again.status, 304);
     assert.equal(await again.text(), '');
+    // RFC 9110 13.1.2: weak comparison (a compressing proxy marks its copy W/), a list, or *.
+    const valid = [`W/${etag}`, `"other", ${etag}`, `"other",W/${etag}`, '*'];
+    const invalid = ['"other"', `${etag.slice(0, -2)}"`, `W/"other", "x"`];
+    for (const header of valid) assert.equal((await till.request('/checkout/assets/checkout.js', { headers: { 'if-none-match': header } })).status, 304, header);
+    for (const header of invalid) assert.equal((await till.request('/checkout/assets/checkout.js', { headers: { 'if-none-match': header } })).status, 200, header);
   });
 
   test('an unknown invoice gets the page (it says so itself) with status 404', async (t) => {
