@@ -38,6 +38,8 @@ function isCompleteUpgrade(event: H3Event): boolean {
 /** A GET on the WebSocket endpoint that is not a complete handshake: 426 in the usual error envelope. */
 function upgradeRequired(event: H3Event): never {
   event.res.headers.set('upgrade', 'websocket');
+  // RFC 6455 4.2.2: the versions spoken, for a client that asked for another.
+  event.res.headers.set('sec-websocket-version', '13, 8');
   throw new ApiError('upgrade_required', 'this endpoint is a WebSocket; connect with ws:// or wss://');
 }
 

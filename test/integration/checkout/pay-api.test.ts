@@ -392,6 +392,8 @@ describe('WebSocket /pay/invoices/:id/stream', () => {
       const { res, body } = await rawRequest(port, `/pay/invoices/${inv.id}/stream`, '127.0.0.1', headers);
       assert.equal(res.statusCode, 426, JSON.stringify(headers));
       assert.equal(JSON.parse(body).error.code, 'upgrade_required');
+      // RFC 6455 4.2.2: the versions the server speaks, so a client can retry with one.
+      assert.equal(res.headers['sec-websocket-version'], '13, 8');
       const requestId = String(res.headers['x-request-id']);
       await waitFor(() => lines.some((l) => l.msg === 'request' && l.req_id === requestId), 'the request log line');
       assert.equal(lines.find((l) => l.msg === 'request' && l.req_id === requestId)!.status, 426);
