@@ -32,7 +32,10 @@ export class ExternalChanges {
     const w = this.#watched.get(invoiceId);
     if (w) {
       w.watchers++;
-      w.version = Math.max(w.version, version);
+      // The oldest version a watcher may have: a newer subscriber may have read
+      // another process's change that the older ones still wait for (each
+      // stream skips a version it already has).
+      w.version = Math.min(w.version, version);
     } else {
       this.#watched.set(invoiceId, { watchers: 1, version });
     }

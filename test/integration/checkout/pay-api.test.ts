@@ -686,6 +686,20 @@ describe('changes made by another process', () => {
     assert.equal(till.rt.externalChanges.poll(), 0, 'published once');
   });
 
+  test('a stream opened after the change, before the poll, does not keep it from a stream opened before', async (t) => {
+    const till = await startTestTill(t);
+    const inv = await createInvoice(till, setupStore(till));
+    const first = await openEvents(till, t, inv.id);
+    await first.reader.next();
+    writeFromAnotherProcess(till, inv.id, till.clock.now());
+    await setImmediate();
+    // The second stream reads the new version itself.
+    const second = await openEvents(till, t, inv.id);
+    assert.equal((await second.reader.nextJson()).data.status, 'cancelled');
+    assert.equal(till.rt.externalChanges.poll(), 1);
+    assert.equal((await first.reader.nextJson()).data.status, 'cancelled');
+  });
+
   test('in-process changes are not published a second time by the poller', async (t) => {
     const till = await startTestTill(t);
     const store = setupStore(till);
