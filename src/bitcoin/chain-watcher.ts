@@ -312,6 +312,8 @@ export class ChainWatcher {
     const kept = ctx.repos.chainBlocks.get(lowest.height - 1);
     // Deeper than the blocks Till keeps: the new branch is read from the lowest one kept.
     this.#log.warn({ from: lowest.height, to: tip.height, deeper_than_kept: kept === null }, 'blocks left the best chain; rolling back');
+    // The new branch is matched against the stale blocks' invoices too, watched or not: a payment it mines again is found.
+    for (const b of stale) for (const inv of ctx.repos.invoices.listWithPaymentsInBlock(b.hash)) this.#watch!.add(inv.scriptHex, inv.rowid);
     const connected: BlockFacts[] = [];
     let prevHash = kept?.hash ?? null;
     for (let height = lowest.height; height <= Math.min(nodeHeight, tip.height + REORG_SPAN); height++) {

@@ -244,6 +244,27 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid']);
   });
 
+  onFake('a reorg that mines again the payment of an invoice no longer watched: it stays confirmed', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
+    f.till.clock.advance(5 * 60_000);
+    assert.equal(await expireDueInvoices(f.till.rt.ctx), 1);
+    // Paid inside the late window, seen in the mempool; mined after the window ended: its watch ends with the block.
+    f.till.clock.advance(7 * DAY - 60_000);
+    const txid = await f.node.pay(inv.address, 50_000);
+    await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'mempool payment inside the window');
+    f.till.clock.advance(2 * 60_000);
+    await mineAndSync(f);
+    await f.till.rt.chain!.requestSync(false, 'test');
+    assert.deepEqual((await getInvoice(f, inv.id)).payments.map((p: any) => [p.txid, p.status]), [[txid, 'confirmed']]);
+    await f.node.reorg(1, {});
+    await synced(f);
+    await f.till.rt.chain!.requestSync(false, 'test');
+    const after = await getInvoice(f, inv.id);
+    assert.deepEqual(after.payments.map((p: any) => [p.txid, p.status]), [[txid, 'confirmed']], 'mined again in the new branch');
+    assert.equal(after.amount_received_sats, 50_000);
+  });
+
   onFake('a reorg deeper than the blocks Till keeps (just after its first start): the new branch is read, its payment counts', async (t) => {
     const f = await startChainFixture(t, makeNode);
     const first = f.till.rt.ctx.repos.chainBlocks.tip()!;
