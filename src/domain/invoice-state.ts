@@ -24,8 +24,13 @@ export { amountConfirmed, amountReceived } from './invoice-amounts.ts';
 //   restart cannot turn an on-time payment into a late one.
 
 export type Fact =
-  /** The complete current list of the invoice's payments, replacing the previous one. */
-  | { kind: 'payments'; payments: Payment[] }
+  /**
+   * The complete current list of the invoice's payments, replacing the
+   * previous one. `catchingUp`: the chain is still being read up to its tip
+   * (after a start or an outage), so the invoice does not expire on this fact:
+   * a block not read yet may hold the rest of an on-time payment.
+   */
+  | { kind: 'payments'; payments: Payment[]; catchingUp?: boolean }
   /** Time passed (expiry worker). */
   | { kind: 'tick' }
   /** POST /v1/invoices/:id/cancel. */
@@ -48,7 +53,7 @@ export const REORG_SAFE_CONFIRMATIONS = 6;
 export function transition(invoice: Invoice, fact: Fact, now: number): Transition {
   switch (fact.kind) {
     case 'payments':
-      return applyPayments(invoice, fact.payments, now);
+      return applyPayments(invoice, fact.payments, now, !fact.catchingUp);
     case 'tick':
       return settle(invoice.payments, structuredClone(invoice), now);
     case 'cancel':
@@ -100,13 +105,13 @@ function lateWindowEnd(invoice: Invoice): number {
   return (invoice.expiredAt ?? invoice.expiresAt) + invoice.lateWindowMs;
 }
 
-function applyPayments(invoice: Invoice, reported: Payment[], now: number): Transition {
+function applyPayments(invoice: Invoice, reported: Payment[], now: number, mayExpire: boolean): Transition {
   const payments = mergePayments(invoice.payments, reported);
   const known = new Set(invoice.payments.map(outpointKey));
   const detected: DomainEvent[] = payments
     .filter((p) => !known.has(outpointKey(p)))
     .map((p) => ({ type: 'invoice.payment_detected', payment: outpointOf(p) }));
-  const settled = settle(invoice.payments, { ...structuredClone(invoice), payments }, now);
+  const settled = settle(invoice.payments, { ...structuredClone(invoice), payments }, now, mayExpire);
   const reversed = findReversal(invoice, settled.invoice);
   return {
     invoice: settled.invoice,
@@ -115,11 +120,12 @@ function applyPayments(invoice: Invoice, reported: Payment[], now: number): Tran
 }
 
 /**
- * Moves a pending invoice to paid or expired, and an expired one to late_paid,
- * as the payments and the time allow. `previousPayments` tells whether the
- * invoice was waiting for on-time payments before this fact.
+ * Moves a pending invoice to paid or expired (unless `mayExpire` is false),
+ * and an expired one to late_paid, as the payments and the time allow.
+ * `previousPayments` tells whether the invoice was waiting for on-time
+ * payments before this fact.
  */
-function settle(previousPayments: readonly Payment[], invoice: Invoice, now: number): Transition {
+function settle(previousPayments: readonly Payment[], invoice: Invoice, now: number, mayExpire = true): Transition {
   const events: DomainEvent[] = [];
   let next = invoice;
   if (next.status === 'pending') {
@@ -128,7 +134,7 @@ function settle(previousPayments: readonly Payment[], invoice: Invoice, now: num
     if (sumSats(next.payments, (p) => onTime(p) && isConfirmed(p, required)) >= next.amountSats) {
       next = { ...next, status: 'paid', paidAt: now };
       events.push({ type: 'invoice.paid' });
-    } else if (now >= next.expiresAt && sumSats(next.payments, (p) => onTime(p) && isCounting(p)) < next.amountSats) {
+    } else if (mayExpire && now >= next.expiresAt && sumSats(next.payments, (p) => onTime(p) && isCounting(p)) < next.amountSats) {
       const waited = sumSats(previousPayments, (p) => onTime(p) && isCounting(p)) >= next.amountSats;
       next = { ...next, status: 'expired', expiredAt: waited ? now : next.expiresAt };
       events.push({ type: 'invoice.expired' });

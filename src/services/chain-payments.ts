@@ -72,7 +72,7 @@ function withPayment(payments: Payment[], p: Payment): Payment[] {
 
 /** Runs the state machine on an invoice's new payment list and saves the result. */
 function applyPayments(ctx: Context, inv: StoredInvoice, payments: Payment[], now: number): StoredInvoice {
-  const { invoice, events } = transition(inv, { kind: 'payments', payments }, now);
+  const { invoice, events } = transition(inv, { kind: 'payments', payments, catchingUp: !ctx.chain.caughtUp }, now);
   if (payments === inv.payments && events.length === 0 && invoice.status === inv.status && invoice.paidAt === inv.paidAt && invoice.expiredAt === inv.expiredAt) {
     // Only confirmation counts moved (already written): a new version for the
     // checkout streams, and the watch horizon, without rewriting every payment.

@@ -323,6 +323,23 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     }
   });
 
+  test('Till down while two on-time partial payments are mined in two blocks: paid on start, never expired on the way', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 15 });
+    await f.till.rt.stop();
+    await f.node.pay(inv.address, 30_000);
+    await f.node.mine(1);
+    await f.node.pay(inv.address, 20_000);
+    await f.node.mine(1);
+    f.till.clock.advance(20 * 60_000);
+    const rt2 = restartTill(t, f);
+    rt2.chain!.start();
+    await rt2.chain!.idle();
+    const stored = rt2.ctx.repos.invoices.get(inv.id)!;
+    assert.equal(stored.status, 'paid');
+    assert.deepEqual(rt2.ctx.repos.events.listForInvoice(inv.id).map((e) => e.type), ['invoice.created', 'invoice.payment_detected', 'invoice.payment_detected', 'invoice.paid']);
+  });
+
   for (const ended of ['cancelled', 'expired'] as const) {
     test(`Till down past the watch window of a ${ended} invoice: a payment mined inside the window is recorded on start`, async (t) => {
       const f = await startChainFixture(t, makeNode);

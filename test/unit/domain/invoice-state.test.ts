@@ -34,6 +34,8 @@ import {
 const TICK: Fact = { kind: 'tick' };
 const CANCEL: Fact = { kind: 'cancel' };
 const pays = (...payments: Payment[]): Fact => ({ kind: 'payments', payments });
+/** The same fact while the chain is still being read up to its tip. */
+const catchingUp = (...payments: Payment[]): Fact => ({ kind: 'payments', payments, catchingUp: true });
 
 interface Step {
   at: number;
@@ -93,6 +95,25 @@ const scenarios: Scenario[] = [
     steps: [
       { at: EXPIRES + 5 * MINUTE, fact: pays(mempool('a', AMOUNT, EXPIRES + 5 * MINUTE)), status: 'expired', events: ['payment_detected:a', 'expired'], expect: { expiredAt: EXPIRES } },
       { at: EXPIRES + 15 * MINUTE, fact: pays(confirmed('a', AMOUNT, EXPIRES + 5 * MINUTE)), status: 'late_paid', events: ['late_paid'], expect: { paidAt: EXPIRES + 15 * MINUTE } },
+    ],
+  },
+  {
+    name: 'catching up (Till was down): on-time partial payments found block by block pay the invoice, it does not expire in between',
+    steps: [
+      { at: EXPIRES + 5 * MINUTE, fact: catchingUp(confirmed('a', 60_000, T0 + MINUTE, 2)), status: 'pending', events: ['payment_detected:a'] },
+      {
+        at: EXPIRES + 5 * MINUTE,
+        fact: catchingUp(confirmed('a', 60_000, T0 + MINUTE, 2), confirmed('b', 40_000, T0 + 2 * MINUTE)),
+        status: 'paid',
+        events: ['payment_detected:b', 'paid'],
+      },
+    ],
+  },
+  {
+    name: 'catching up with too little paid on time: the expiry waits for the tick after the catch-up, dated at expires_at',
+    steps: [
+      { at: EXPIRES + 5 * MINUTE, fact: catchingUp(confirmed('a', 60_000, T0 + MINUTE)), status: 'pending', events: ['payment_detected:a'] },
+      { at: EXPIRES + 6 * MINUTE, fact: TICK, status: 'expired', events: ['expired'], expect: { expiredAt: EXPIRES } },
     ],
   },
   {
@@ -383,6 +404,14 @@ describe('transition: every status x every fact', () => {
       assert.equal(result.invoice.status, row.payment.status);
       assert.deepEqual(describeEvents(result.events), row.payment.events);
       assert.deepEqual(result.invoice.payments.at(-1), NEW_PAYMENT);
+    });
+
+    test(`${row.name}: a new payment while the chain is still read up to its tip`, () => {
+      const result = transition(row.invoice, catchingUp(...row.invoice.payments, NEW_PAYMENT), row.at);
+      // Only the expiry waits; everything else is as for a new payment.
+      const expected = row.payment.events.includes('expired') ? { status: row.invoice.status, events: row.payment.events.filter((e) => e !== 'expired') } : row.payment;
+      assert.equal(result.invoice.status, expected.status);
+      assert.deepEqual(describeEvents(result.events), expected.events);
     });
   }
 });
