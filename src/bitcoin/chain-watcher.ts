@@ -297,7 +297,7 @@ export class ChainWatcher {
    * Stored blocks the node no longer has on its best chain (a reorg) are
    * undone together with the new branch's blocks up to REORG_SPAN past the old
    * tip, in one chain change. Returns the next height to connect; null when
-   * the chain moved while reading it (a re-sync is queued).
+   * the chain moved while reading it (a re-sync is queued) or Till is stopping.
    */
   async #followReorg(tip: ChainBlock, nodeHeight: number): Promise<number | null> {
     const ctx = this.#ctx;
