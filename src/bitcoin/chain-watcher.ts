@@ -3,7 +3,7 @@ import type { Network } from '../config.ts';
 import type { StoredInvoice } from '../db/invoices.ts';
 import type { Logger } from '../log.ts';
 import type { ChainBlock } from '../db/chain-blocks.ts';
-import { applyBlock, applyChainChange, applyMempoolTx, applyScannedOutput, loadWatchSet, readBlock, reconcileMempool, recordBlockSeen, trackedMempoolTxids, type BlockFacts } from '../services/chain-payments.ts';
+import { applyBlock, applyChainChange, applyMempoolTx, applyScannedOutput, loadWatchSet, prevHashOf, readBlock, reconcileMempool, recordBlockSeen, trackedMempoolTxids, type BlockFacts } from '../services/chain-payments.ts';
 import type { Context } from '../services/context.ts';
 import { RPC_PRUNED_OR_MISC, type Bitcoind } from './bitcoind.ts';
 import { CHAIN_NAMES } from './node-connection.ts';
@@ -280,10 +280,9 @@ export class ChainWatcher {
 
   /** Whether a block fetched for `height` builds on the block stored below it; if not, a re-sync starts over. */
   #extendsStoredTip(block: Block, height: number): boolean {
-    const prev = Buffer.from(block.prevHash!).reverse().toString('hex');
     const below = this.#ctx.repos.chainBlocks.get(height - 1);
     // No block below: a reorg deeper than the blocks kept starts the new branch at the lowest one.
-    if (!below || prev === below.hash) return true;
+    if (!below || prevHashOf(block) === below.hash) return true;
     this.#startOver();
     return false;
   }
@@ -313,7 +312,7 @@ export class ChainWatcher {
     // Deeper than the blocks Till keeps: the new branch is read from the lowest one kept.
     this.#log.warn({ from: lowest.height, to: tip.height, deeper_than_kept: kept === null }, 'blocks left the best chain; rolling back');
     // The new branch is matched against the stale blocks' invoices too, watched or not: a payment it mines again is found.
-    for (const b of stale) for (const inv of ctx.repos.invoices.listWithPaymentsInBlock(b.hash)) this.#watch!.add(inv.scriptHex, inv.rowid);
+    for (const b of stale) for (const inv of ctx.repos.invoices.listWithPaymentsInBlock(b.hash)) this.#watchInvoice(inv);
     const connected: BlockFacts[] = [];
     let prevHash = kept?.hash ?? null;
     for (let height = lowest.height; height <= Math.min(nodeHeight, tip.height + REORG_SPAN); height++) {

@@ -121,12 +121,17 @@ export interface BlockFacts {
   found: Array<OutputMatch & { txid: string }>;
 }
 
+/** The hash of the block a block builds on, in RPC byte order. */
+export function prevHashOf(block: Block): string {
+  return Buffer.from(block.prevHash!).reverse().toString('hex');
+}
+
 /** Reads a block's facts (outside any transaction: matching is the costly part, and holds no lock). */
 export function readBlock(ctx: Context, watch: WatchSet, block: Block, height: number): BlockFacts {
   return {
     height,
     hash: block.getId(),
-    prevHash: Buffer.from(block.prevHash!).reverse().toString('hex'),
+    prevHash: prevHashOf(block),
     time: block.timestamp * 1000,
     found: (block.transactions ?? []).flatMap((tx) => matchOutputs(ctx, watch, tx).map((m) => ({ ...m, txid: tx.getId() }))),
   };

@@ -7,14 +7,14 @@ import { failSyncDuring } from '../../helpers/held-sync.ts';
 import { call, startTestTill } from '../../helpers/till-server.ts';
 import { createInvoice, eventTypes, getInvoice, listInvoices, mineAndSync, nodeEnv, restartTill, startChainFixture, startWatching, synced, waitFor, type NodeFactory } from './helpers.ts';
 
+const DAY = 24 * 3600_000;
+
 /**
  * The chain scenarios, end to end through HTTP, against any node: the fake
  * (test/integration/chain/fake-node.test.ts) and a real bitcoind -regtest
  * (real-bitcoind.test.ts). Scenarios that need a control only the fake has
  * (IBD, dropped ZMQ messages, RPC outage, pruning) run on the fake alone.
  */
-const DAY = 24 * 3600_000;
-
 export function defineChainScenarios(name: string, makeNode: NodeFactory): void {
   const fakeOnly = (f: { node: { fake?: unknown } }) => {
     if (!f.node.fake) throw new Error('fake-only scenario run on a real node');
