@@ -62,9 +62,18 @@ export function matchOutputs(ctx: Context, watch: WatchSet, tx: Transaction): Ou
   return out;
 }
 
-function withPayment(payments: Payment[], p: Payment): Payment[] {
+/**
+ * The payments with p added or updated. A new outpoint joins only if the
+ * invoice was still watched when it was first seen: a running Till stops
+ * watching at `watchUntil`, and one catching up after downtime must not find
+ * more than it would have (the same list when it does not join).
+ */
+function withPayment(inv: StoredInvoice, payments: Payment[], p: Payment): Payment[] {
   const i = payments.findIndex((x) => x.txid === p.txid && x.vout === p.vout);
-  if (i < 0) return [...payments, p];
+  if (i < 0) {
+    const until = watchUntil(inv);
+    return until === null || p.firstSeenAt < until ? [...payments, p] : payments;
+  }
   const next = [...payments];
   next[i] = { ...p, firstSeenAt: Math.min(p.firstSeenAt, payments[i]!.firstSeenAt) };
   return next;
@@ -105,7 +114,8 @@ export function applyMempoolTx(ctx: Context, watch: WatchSet, tx: Transaction, f
       // Core republishes a transaction when it is mined: never downgrade.
       if (existing && existing.status !== 'replaced') continue;
       const payment: Payment = { txid, vout: m.vout, amountSats: m.sats, status: 'mempool', confirmations: 0, blockHeight: null, blockHash: null, firstSeenAt };
-      changed.set(inv.id, applyPayments(ctx, inv, withPayment(inv.payments, payment), now));
+      const payments = withPayment(inv, inv.payments, payment);
+      if (payments !== inv.payments) changed.set(inv.id, applyPayments(ctx, inv, payments, now));
     }
     return [...changed.values()];
   });
@@ -185,7 +195,7 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
         const entry = take(m.invoice.id, () => ctx.repos.invoices.get(m.invoice.id)!);
         // A payment first seen in a block (Till was down, or missed the mempool) counts from the block's time.
         const payment: Payment = { txid: m.txid, vout: m.vout, amountSats: m.sats, status: 'confirmed', confirmations: 1, blockHeight: b.height, blockHash: b.hash, firstSeenAt: Math.min(now, b.time) };
-        entry.payments = withPayment(entry.payments, payment);
+        entry.payments = withPayment(entry.before, entry.payments, payment);
       }
     }
     ctx.repos.chainBlocks.pruneBelow(tip - BLOCKS_KEPT);
@@ -249,7 +259,8 @@ export function applyScannedOutput(ctx: Context, watch: WatchSet, u: ScannedOutp
         txid: u.txid, vout: u.vout, amountSats: u.sats, status: 'confirmed', confirmations: Math.max(1, tipHeight - u.height + 1),
         blockHeight: u.height, blockHash: u.blockHash, firstSeenAt: Math.min(now, u.blockTime),
       };
-      return [applyPayments(ctx, inv, withPayment(inv.payments, payment), now)];
+      const payments = withPayment(inv, inv.payments, payment);
+      return payments === inv.payments ? [] : [applyPayments(ctx, inv, payments, now)];
     }),
   );
 }

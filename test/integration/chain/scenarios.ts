@@ -341,7 +341,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
   });
 
   for (const ended of ['cancelled', 'expired'] as const) {
-    test(`Till down past the watch window of a ${ended} invoice: a payment mined inside the window is recorded on start`, async (t) => {
+    test(`Till down past the watch window of a ${ended} invoice: a payment mined inside the window is recorded on start, one mined after it is not`, async (t) => {
       const f = await startChainFixture(t, makeNode);
       const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
       if (ended === 'cancelled') assert.equal((await call(f.till, 'POST', `/v1/invoices/${inv.id}/cancel`, { key: f.store.key })).status, 200);
@@ -355,6 +355,9 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
       const txid = await f.node.pay(inv.address, 50_000);
       await f.node.mine(1);
       f.till.clock.advance(7 * DAY);
+      // Mined after the window, still while Till is down: a running Till would no longer have watched it.
+      await f.node.pay(inv.address, 20_000);
+      await f.node.mine(1);
       const rt2 = restartTill(t, f);
       rt2.chain!.start();
       await rt2.chain!.idle();
