@@ -17,6 +17,9 @@ export { amountConfirmed, amountReceived } from './invoice-amounts.ts';
 //   reorg) expires at the moment that is learned (now).
 // - The late window is [expired_at, expired_at + late window): late payments must
 //   be seen and confirmed inside it; on-time payments confirmed in it count too.
+//   Blocks read while catching up are judged at their own time (`heldAt`): a
+//   late payment confirmed inside the window while Till was down is late_paid,
+//   as a running Till would have made it.
 // - A paid invoice "holds" a payment that is in a block (or, with 0 confirmations
 //   required, counting at all). A shallow reorg that leaves it in a block with
 //   fewer confirmations is not a reversal; back to mempool, replaced or gone is.
@@ -27,10 +30,13 @@ export type Fact =
   /**
    * The complete current list of the invoice's payments, replacing the
    * previous one. `catchingUp`: the chain is still being read up to its tip
-   * (after a start or an outage), so the invoice does not expire on this fact:
-   * a block not read yet may hold the rest of an on-time payment.
+   * (after a start or an outage), so the invoice does not expire on this fact
+   * (a block not read yet may hold the rest of an on-time payment) unless its
+   * confirmed payments already pay it in full, late. `heldAt`: when the chain
+   * held these payments, if before now (the time of a block read while
+   * catching up); the late window is judged as of then.
    */
-  | { kind: 'payments'; payments: Payment[]; catchingUp?: boolean }
+  | { kind: 'payments'; payments: Payment[]; catchingUp?: boolean; heldAt?: number }
   /** Time passed (expiry worker). */
   | { kind: 'tick' }
   /** POST /v1/invoices/:id/cancel. */
@@ -53,9 +59,10 @@ export const REORG_SAFE_CONFIRMATIONS = 6;
 export function transition(invoice: Invoice, fact: Fact, now: number): Transition {
   switch (fact.kind) {
     case 'payments':
-      return applyPayments(invoice, fact.payments, now, !fact.catchingUp);
+      // Never later than now, nor before the invoice existed (a block's timestamp may be off).
+      return applyPayments(invoice, fact.payments, { at: Math.max(invoice.createdAt, Math.min(now, fact.heldAt ?? now)), catchingUp: fact.catchingUp ?? false });
     case 'tick':
-      return settle(invoice.payments, structuredClone(invoice), now);
+      return settle(invoice.payments, structuredClone(invoice), { at: now, catchingUp: false });
     case 'cancel':
       return cancel(invoice, now);
   }
@@ -105,13 +112,19 @@ function lateWindowEnd(invoice: Invoice): number {
   return (invoice.expiredAt ?? invoice.expiresAt) + invoice.lateWindowMs;
 }
 
-function applyPayments(invoice: Invoice, reported: Payment[], now: number, mayExpire: boolean): Transition {
+/** The moment a fact is judged at (now, or a block's time while catching up), and whether the chain is being caught up with. */
+interface Judged {
+  at: number;
+  catchingUp: boolean;
+}
+
+function applyPayments(invoice: Invoice, reported: Payment[], judged: Judged): Transition {
   const payments = mergePayments(invoice.payments, reported);
   const known = new Set(invoice.payments.map(outpointKey));
   const detected: DomainEvent[] = payments
     .filter((p) => !known.has(outpointKey(p)))
     .map((p) => ({ type: 'invoice.payment_detected', payment: outpointOf(p) }));
-  const settled = settle(invoice.payments, { ...structuredClone(invoice), payments }, now, mayExpire);
+  const settled = settle(invoice.payments, { ...structuredClone(invoice), payments }, judged);
   const reversed = findReversal(invoice, settled.invoice);
   return {
     invoice: settled.invoice,
@@ -120,31 +133,32 @@ function applyPayments(invoice: Invoice, reported: Payment[], now: number, mayEx
 }
 
 /**
- * Moves a pending invoice to paid or expired (unless `mayExpire` is false),
- * and an expired one to late_paid, as the payments and the time allow.
- * `previousPayments` tells whether the invoice was waiting for on-time
- * payments before this fact.
+ * Moves a pending invoice to paid or expired, and an expired one to late_paid,
+ * as the payments and the time allow. `previousPayments` tells whether the
+ * invoice was waiting for on-time payments before this fact.
  */
-function settle(previousPayments: readonly Payment[], invoice: Invoice, now: number, mayExpire = true): Transition {
+function settle(previousPayments: readonly Payment[], invoice: Invoice, { at, catchingUp }: Judged): Transition {
   const events: DomainEvent[] = [];
   let next = invoice;
   if (next.status === 'pending') {
     const onTime = (p: Payment) => p.firstSeenAt < next.expiresAt;
     const required = next.confirmationsRequired;
+    // Catching up, only full payment decides now: nothing unread can make it less than paid.
+    const mayExpire = !catchingUp || sumSats(next.payments, (p) => isConfirmed(p, required)) >= next.amountSats;
     if (sumSats(next.payments, (p) => onTime(p) && isConfirmed(p, required)) >= next.amountSats) {
-      next = { ...next, status: 'paid', paidAt: now };
+      next = { ...next, status: 'paid', paidAt: at };
       events.push({ type: 'invoice.paid' });
-    } else if (mayExpire && now >= next.expiresAt && sumSats(next.payments, (p) => onTime(p) && isCounting(p)) < next.amountSats) {
+    } else if (mayExpire && at >= next.expiresAt && sumSats(next.payments, (p) => onTime(p) && isCounting(p)) < next.amountSats) {
       const waited = sumSats(previousPayments, (p) => onTime(p) && isCounting(p)) >= next.amountSats;
-      next = { ...next, status: 'expired', expiredAt: waited ? now : next.expiresAt };
+      next = { ...next, status: 'expired', expiredAt: waited ? at : next.expiresAt };
       events.push({ type: 'invoice.expired' });
     }
   }
   if (next.status === 'expired') {
-    // Payments are seen no later than now, so inside the window they were seen inside it too.
+    // Payments are seen no later than they are held, so inside the window they were seen inside it too.
     const required = next.confirmationsRequired;
-    if (now < lateWindowEnd(next) && sumSats(next.payments, (p) => isConfirmed(p, required)) >= next.amountSats) {
-      next = { ...next, status: 'late_paid', paidAt: now };
+    if (at < lateWindowEnd(next) && sumSats(next.payments, (p) => isConfirmed(p, required)) >= next.amountSats) {
+      next = { ...next, status: 'late_paid', paidAt: Math.max(at, next.expiredAt ?? at) };
       events.push({ type: 'invoice.late_paid' });
     }
   }
@@ -153,7 +167,7 @@ function settle(previousPayments: readonly Payment[], invoice: Invoice, now: num
 
 function cancel(invoice: Invoice, now: number): Transition {
   // Time first: a pending invoice whose expiry the worker has not applied yet is expired.
-  const current = settle(invoice.payments, structuredClone(invoice), now).invoice;
+  const current = settle(invoice.payments, structuredClone(invoice), { at: now, catchingUp: false }).invoice;
   if (current.status !== 'pending') {
     throw new ApiError(
       'invoice_not_cancellable',

@@ -79,9 +79,15 @@ function withPayment(inv: StoredInvoice, payments: Payment[], p: Payment): Payme
   return next;
 }
 
-/** Runs the state machine on an invoice's new payment list and saves the result. */
-function applyPayments(ctx: Context, inv: StoredInvoice, payments: Payment[], now: number): StoredInvoice {
-  const { invoice, events } = transition(inv, { kind: 'payments', payments, catchingUp: !ctx.chain.caughtUp }, now);
+/**
+ * Runs the state machine on an invoice's new payment list and saves the
+ * result. `heldAt`: the time of the block that brought the list, used while
+ * catching up (a running Till judges at now: a block's timestamp may be off by
+ * an hour or more).
+ */
+function applyPayments(ctx: Context, inv: StoredInvoice, payments: Payment[], now: number, heldAt = now): StoredInvoice {
+  const catchingUp = !ctx.chain.caughtUp;
+  const { invoice, events } = transition(inv, { kind: 'payments', payments, catchingUp, heldAt: catchingUp ? heldAt : now }, now);
   if (payments === inv.payments && events.length === 0 && invoice.status === inv.status && invoice.paidAt === inv.paidAt && invoice.expiredAt === inv.expiredAt) {
     // Only confirmation counts moved (already written): a new version for the
     // checkout streams, and the watch horizon, without rewriting every payment.
@@ -203,7 +209,8 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
     ctx.repos.invoices.refreshConfirmations(tip, CONFIRMATION_TRACKING_DEPTH);
     // Invoices with recent payments may cross their confirmation threshold now.
     for (const inv of ctx.repos.invoices.listWithPaymentsFromHeight(tip - STATE_DEPTH + 1)) take(inv.id, () => inv);
-    return [...touched.values()].map(({ before, payments }) => applyPayments(ctx, before, countedAt(payments, tip), now));
+    const heldAt = change.connected.at(-1)?.time ?? now;
+    return [...touched.values()].map(({ before, payments }) => applyPayments(ctx, before, countedAt(payments, tip), now, heldAt));
   });
 }
 

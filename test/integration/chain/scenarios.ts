@@ -7,7 +7,8 @@ import { failSyncDuring } from '../../helpers/held-sync.ts';
 import { call, startTestTill } from '../../helpers/till-server.ts';
 import { createInvoice, eventTypes, getInvoice, listInvoices, mineAndSync, nodeEnv, restartTill, startChainFixture, startWatching, synced, waitFor, type NodeFactory } from './helpers.ts';
 
-const DAY = 24 * 3600_000;
+const HOUR = 3600_000;
+const DAY = 24 * HOUR;
 
 /**
  * The chain scenarios, end to end through HTTP, against any node: the fake
@@ -350,12 +351,14 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
         assert.equal(await expireDueInvoices(f.till.rt.ctx), 1);
       }
       await f.till.rt.stop();
-      // Day 1 of the 7-day window: the buyer pays anyway (money to refund), mined at once; Till comes back on day 8.
+      // Day 1 of the 7-day window: the buyer pays anyway (late, or money to refund), mined at once and buried 6 deep;
+      // Till comes back on day 9.
       f.till.clock.advance(DAY);
       const txid = await f.node.pay(inv.address, 50_000);
-      await f.node.mine(1);
-      f.till.clock.advance(7 * DAY);
-      // Mined after the window, still while Till is down: a running Till would no longer have watched it.
+      await f.node.mine(6);
+      f.till.clock.advance(7 * DAY + HOUR);
+      // Mined after the window (of the cancellation, or of the late payment), still while Till is down: a running
+      // Till would no longer have watched it.
       await f.node.pay(inv.address, 20_000);
       await f.node.mine(1);
       const rt2 = restartTill(t, f);
@@ -363,7 +366,8 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
       await rt2.chain!.idle();
       const stored = rt2.ctx.repos.invoices.get(inv.id)!;
       assert.deepEqual(stored.payments.map((p) => [p.txid, p.status]), [[txid, 'confirmed']]);
-      assert.equal(stored.status, ended);
+      // Mined and confirmed inside the window: an expired invoice is late_paid, as a running Till would have made it.
+      assert.equal(stored.status, ended === 'expired' ? 'late_paid' : 'cancelled');
       assert.ok(rt2.ctx.repos.events.listForInvoice(inv.id).some((e) => e.type === 'invoice.payment_detected'), 'the merchant is told');
       // Caught up, the window over: the address is watched no more.
       await f.node.pay(inv.address, 10_000);
@@ -371,6 +375,23 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
       assert.equal(rt2.ctx.repos.invoices.get(inv.id)!.payments.length, 1);
     });
   }
+
+  test('Till down from before expiry to past the late window: a late payment confirmed inside the window makes the invoice late_paid', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
+    await f.till.rt.stop();
+    f.till.clock.advance(DAY);
+    await f.node.pay(inv.address, 50_000);
+    await f.node.mine(1);
+    f.till.clock.advance(7 * DAY);
+    const rt2 = restartTill(t, f);
+    rt2.chain!.start();
+    await rt2.chain!.idle();
+    const stored = rt2.ctx.repos.invoices.get(inv.id)!;
+    assert.equal(stored.status, 'late_paid');
+    assert.equal(stored.expiredAt, stored.expiresAt);
+    assert.deepEqual(rt2.ctx.repos.events.listForInvoice(inv.id).map((e) => e.type), ['invoice.created', 'invoice.payment_detected', 'invoice.expired', 'invoice.late_paid']);
+  });
 
   onFake('a payment first found in a block is dated at the block\'s time, also when the block\'s rawtx reached Till first', async (t) => {
     const nodeClock = new ManualClock(Date.now());

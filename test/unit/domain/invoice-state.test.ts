@@ -36,6 +36,8 @@ const CANCEL: Fact = { kind: 'cancel' };
 const pays = (...payments: Payment[]): Fact => ({ kind: 'payments', payments });
 /** The same fact while the chain is still being read up to its tip. */
 const catchingUp = (...payments: Payment[]): Fact => ({ kind: 'payments', payments, catchingUp: true });
+/** Catching up, the payments read from a block of time `heldAt`. */
+const heldAt = (at: number, ...payments: Payment[]): Fact => ({ kind: 'payments', payments, catchingUp: true, heldAt: at });
 
 interface Step {
   at: number;
@@ -114,6 +116,59 @@ const scenarios: Scenario[] = [
     steps: [
       { at: EXPIRES + 5 * MINUTE, fact: catchingUp(confirmed('a', 60_000, T0 + MINUTE)), status: 'pending', events: ['payment_detected:a'] },
       { at: EXPIRES + 6 * MINUTE, fact: TICK, status: 'expired', events: ['expired'], expect: { expiredAt: EXPIRES } },
+    ],
+  },
+  {
+    name: 'catching up past the late window: a late payment confirmed inside it (Till was down) makes an expired invoice late_paid',
+    steps: [
+      { at: EXPIRES, fact: TICK, status: 'expired', events: ['expired'] },
+      {
+        at: EXPIRES + LATE_WINDOW + DAY,
+        fact: heldAt(EXPIRES + DAY, confirmed('a', AMOUNT, EXPIRES + DAY)),
+        status: 'late_paid',
+        events: ['payment_detected:a', 'late_paid'],
+        expect: { paidAt: EXPIRES + DAY, expiredAt: EXPIRES },
+      },
+    ],
+  },
+  {
+    name: 'catching up past the late window: a pending invoice paid in full late inside it expires and is late_paid in one fact',
+    steps: [
+      {
+        at: EXPIRES + LATE_WINDOW + DAY,
+        fact: heldAt(EXPIRES + HOUR, confirmed('a', AMOUNT, EXPIRES + HOUR)),
+        status: 'late_paid',
+        events: ['payment_detected:a', 'expired', 'late_paid'],
+        expect: { expiredAt: EXPIRES, paidAt: EXPIRES + HOUR },
+      },
+    ],
+  },
+  {
+    name: 'catching up: a late payment confirmed after the late window, in full, expires the invoice and changes nothing more',
+    steps: [
+      { at: EXPIRES + LATE_WINDOW + 2 * DAY, fact: heldAt(EXPIRES + LATE_WINDOW + DAY, confirmed('a', AMOUNT, EXPIRES + LATE_WINDOW + DAY)), status: 'expired', events: ['payment_detected:a', 'expired'], expect: { expiredAt: EXPIRES } },
+    ],
+  },
+  {
+    name: 'catching up: an on-time payment read from a block is paid as of the block\'s time',
+    steps: [{ at: EXPIRES + DAY, fact: heldAt(T0 + 3 * MINUTE, confirmed('a', AMOUNT, T0 + 2 * MINUTE)), status: 'paid', events: ['payment_detected:a', 'paid'], expect: { paidAt: T0 + 3 * MINUTE } }],
+  },
+  {
+    name: 'a block time before the invoice existed is judged at its creation',
+    steps: [{ at: EXPIRES + DAY, fact: heldAt(T0 - HOUR, confirmed('a', AMOUNT, T0 - HOUR)), status: 'paid', events: ['payment_detected:a', 'paid'], expect: { paidAt: T0 } }],
+  },
+  {
+    name: 'catching up: a block older than the expiry already recorded makes the invoice late_paid no earlier than it expired',
+    steps: [
+      { at: EXPIRES, fact: TICK, status: 'expired', events: ['expired'] },
+      { at: EXPIRES + DAY, fact: heldAt(EXPIRES - MINUTE, confirmed('a', AMOUNT, EXPIRES - MINUTE)), status: 'late_paid', events: ['payment_detected:a', 'late_paid'], expect: { paidAt: EXPIRES } },
+    ],
+  },
+  {
+    name: 'a block time later than now is judged at now',
+    steps: [
+      { at: EXPIRES, fact: TICK, status: 'expired', events: ['expired'] },
+      { at: EXPIRES + LATE_WINDOW - MINUTE, fact: heldAt(EXPIRES + LATE_WINDOW + HOUR, confirmed('a', AMOUNT, EXPIRES + DAY)), status: 'late_paid', events: ['payment_detected:a', 'late_paid'], expect: { paidAt: EXPIRES + LATE_WINDOW - MINUTE } },
     ],
   },
   {
