@@ -8,7 +8,9 @@ import type { RequestLog } from '../middleware/request-context.ts';
 // Requests Node's HTTP parser refuses (a Content-Length beside
 // Transfer-Encoding: chunked, bytes after a short Content-Length, a bad
 // chunk size) never reach the app. Node would answer a bare "400 Bad
-// Request"; this answers them in the error envelope too, with a request id.
+// Request"; this answers them in the error envelope too, with a request id,
+// and with the CORS header every /pay/ response carries (spec 4.2): the path
+// is not known here, and the envelope holds nothing a page may not read.
 
 function refusal(code: string | undefined): ApiError {
   switch (code) {
@@ -46,7 +48,7 @@ export function clientErrorListener(answering: (socket: Socket) => ServerRespons
       const requestId = randomUUID();
       const body = errorBody(e, requestId);
       socket.write(
-        `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status]}\r\nContent-Type: application/json; charset=utf-8\r\nX-Request-Id: ${requestId}\r\n` +
+        `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status]}\r\nContent-Type: application/json; charset=utf-8\r\nX-Request-Id: ${requestId}\r\nAccess-Control-Allow-Origin: *\r\n` +
           `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
       );
       log?.({ requestId, method: '-', path: '-', status: e.status, started, keyId: undefined });

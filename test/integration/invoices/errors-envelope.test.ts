@@ -268,6 +268,12 @@ describe('bodies Node parses first, on a raw socket (socket)', () => {
     assertError(res, 400, 'validation_error');
   });
 
+  test('a checkout request Node refuses (headers over 16 KiB) -> 400 envelope a page can read (Access-Control-Allow-Origin: *)', async () => {
+    const res = await rawRequest(till().url, `GET /pay/invoices/x HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Filler: ${'a'.repeat(20_000)}\r\n\r\n`);
+    assertError(res, 400, 'validation_error');
+    assert.equal(res.headers.get('access-control-allow-origin'), '*');
+  });
+
   test('a malformed chunk size -> 400 validation_error envelope', async () => {
     const res = await assertWritesNothing(till(), () => rawRequest(till().url, head('Transfer-Encoding: chunked\r\n') + 'zz\r\n{}\r\n0\r\n\r\n'));
     assertError(res, 400, 'validation_error');
