@@ -3,7 +3,7 @@ import type { Network } from '../config.ts';
 import type { StoredInvoice } from '../db/invoices.ts';
 import type { Logger } from '../log.ts';
 import type { ChainBlock } from '../db/chain-blocks.ts';
-import { applyBlock, applyChainChange, applyMempoolTx, applyScannedOutput, loadWatchSet, prevHashOf, readBlock, reconcileMempool, recordBlockSeen, trackedMempoolTxids, type BlockFacts } from '../services/chain-payments.ts';
+import { applyBlock, applyChainChange, applyMempoolTx, loadWatchSet, prevHashOf, readBlock, reconcileMempool, recordBlockSeen, scannedBlockFacts, trackedMempoolTxids, type BlockFacts, type BlockHeader } from '../services/chain-payments.ts';
 import type { Context } from '../services/context.ts';
 import { RPC_PRUNED_OR_MISC, type Bitcoind } from './bitcoind.ts';
 import { CHAIN_NAMES } from './node-connection.ts';
@@ -261,21 +261,30 @@ export class ChainWatcher {
     }
     const next = await this.#followReorg(tip, nodeHeight);
     if (next === null) return false;
-    let prunedScanDone = false;
     for (let height = next; height <= nodeHeight && this.#running; height++) {
-      const hash = await bitcoind.getBlockHash(height);
-      try {
-        const block = await bitcoind.getBlock(hash);
-        if (!this.#extendsStoredTip(block, height)) return false;
-        this.#publish(applyBlock(ctx, this.#watch!, block, height, ctx.clock.now()));
-      } catch (err) {
-        if (!isPrunedError(err)) throw err;
-        if (!prunedScanDone) await this.#scanUtxoSet(height, nodeHeight);
-        prunedScanDone = true;
-        recordBlockSeen(ctx, { height, hash, prevHash: (await bitcoind.getBlockHeader(hash)).prevHash });
+      const block = await this.#getBlockUnlessPruned(height);
+      if (block === null) {
+        // Pruned: the rest up to the node's tip is one change, read from headers and the UTXO set.
+        const stretch = await this.#readPrunedStretch(height, nodeHeight, ctx.repos.chainBlocks.get(height - 1)?.hash ?? null);
+        if (stretch === null) return false;
+        this.#publish(applyChainChange(ctx, { disconnected: [], connected: stretch }, ctx.clock.now()));
+        return true;
       }
+      if (!this.#extendsStoredTip(block, height)) return false;
+      this.#publish(applyBlock(ctx, this.#watch!, block, height, ctx.clock.now()));
     }
     return true;
+  }
+
+  /** The best chain's block at `height`; null when the node has pruned it. */
+  async #getBlockUnlessPruned(height: number): Promise<Block | null> {
+    const { bitcoind } = this.#o;
+    try {
+      return await bitcoind.getBlock(await bitcoind.getBlockHash(height));
+    } catch (err) {
+      if (isPrunedError(err)) return null;
+      throw err;
+    }
   }
 
   /** Whether a block fetched for `height` builds on the block stored below it; if not, a re-sync starts over. */
@@ -312,17 +321,18 @@ export class ChainWatcher {
     // Deeper than the blocks Till keeps: the new branch is read from the lowest one kept.
     this.#log.warn({ from: lowest.height, to: tip.height, deeper_than_kept: kept === null }, 'blocks left the best chain; rolling back');
     // The new branch is matched against the stale blocks' invoices too, watched or not: a payment it mines again is found.
-    for (const b of stale) for (const inv of ctx.repos.invoices.listWithPaymentsInBlock(b.hash)) this.#watchInvoice(inv);
+    const staleInvoices = stale.flatMap((b) => ctx.repos.invoices.listWithPaymentsInBlock(b.hash));
+    for (const inv of staleInvoices) this.#watchInvoice(inv);
     const connected: BlockFacts[] = [];
     let prevHash = kept?.hash ?? null;
     for (let height = lowest.height; height <= Math.min(nodeHeight, tip.height + REORG_SPAN); height++) {
-      let block: Block;
-      try {
-        block = await bitcoind.getBlock(await bitcoind.getBlockHash(height));
-      } catch (err) {
-        // A pruned block: the new branch so far is applied, the catch-up scans the UTXO set from there.
-        if (isPrunedError(err)) break;
-        throw err;
+      const block = await this.#getBlockUnlessPruned(height);
+      if (block === null) {
+        // Pruned: the rest of the new branch joins the same change, so a payment it mines again never looks lost.
+        const stretch = await this.#readPrunedStretch(height, nodeHeight, prevHash, staleInvoices.map((inv) => inv.address));
+        if (stretch === null) return null;
+        connected.push(...stretch);
+        break;
       }
       // Stopping: nothing of the reorg is written; the next start finds it again.
       if (!this.#running) return null;
@@ -338,19 +348,34 @@ export class ChainWatcher {
     return (connected.at(-1)?.height ?? lowest.height - 1) + 1;
   }
 
-  /** A needed block was pruned: find confirmed payments in the UTXO set instead (spent ones cannot be seen). */
-  async #scanUtxoSet(fromHeight: number, nodeHeight: number): Promise<void> {
+  /**
+   * Block `fromHeight` is pruned on the node: the blocks from it to the
+   * node's tip are read from their headers, and the payments they made from
+   * the UTXO set (scantxoutset) for every watched address and `alsoAddresses`.
+   * Null when the headers do not follow `prevHash` and each other (the chain
+   * moved: a re-sync is queued) or Till is stopping.
+   */
+  async #readPrunedStretch(fromHeight: number, nodeHeight: number, prevHash: string | null, alsoAddresses: string[] = []): Promise<BlockFacts[] | null> {
     const ctx = this.#ctx;
+    const { bitcoind } = this.#o;
     const message = `block ${fromHeight} is pruned on the node; confirmed payments were looked up in the UTXO set (scantxoutset) instead. Outputs already spent again cannot be seen that way: keep the node's prune depth above Till's downtime.`;
     this.#health = { ...this.#health, pruned_fallback: message };
     this.#log.warn(message);
-    const addresses = ctx.repos.invoices.listWatchedAddresses(this.#lastPrune);
-    if (addresses.length === 0) return;
-    for (const u of await this.#o.bitcoind.scanAddresses(addresses)) {
-      const blockHash = await this.#o.bitcoind.getBlockHash(u.height);
-      const { time } = await this.#o.bitcoind.getBlockHeader(blockHash);
-      this.#publish(applyScannedOutput(ctx, this.#watch!, { ...u, blockHash, blockTime: time * 1000 }, nodeHeight));
+    const headers: BlockHeader[] = [];
+    for (let height = fromHeight; height <= nodeHeight; height++) {
+      const hash = await bitcoind.getBlockHash(height);
+      const header = await bitcoind.getBlockHeader(hash);
+      const below = headers.at(-1)?.hash ?? prevHash;
+      if (below !== null && header.prevHash !== below) {
+        this.#startOver();
+        return null;
+      }
+      headers.push({ height, hash, prevHash: header.prevHash, time: header.time * 1000 });
     }
+    const addresses = [...new Set([...ctx.repos.invoices.listWatchedAddresses(this.#lastPrune), ...alsoAddresses])];
+    const unspents = addresses.length === 0 ? [] : await bitcoind.scanAddresses(addresses);
+    if (!this.#running) return null;
+    return scannedBlockFacts(ctx, this.#watch!, headers, unspents);
   }
 
   /** Full mempool pass after a start, a gap or a reconnect: anything missed is found, anything gone is marked. */

@@ -1,4 +1,5 @@
 import type { Block, Transaction } from 'bitcoinjs-lib';
+import type { UnspentOutput } from '../bitcoin/bitcoind.ts';
 import { WatchSet } from '../bitcoin/watch-set.ts';
 import type { StoredInvoice } from '../db/invoices.ts';
 import type { Payment } from '../domain/invoice.ts';
@@ -8,9 +9,9 @@ import type { Context } from './context.ts';
 import { saveTransition } from './invoices.ts';
 
 // What the chain tells about invoices, applied through the same state machine
-// as every other change. Each function is one transaction: a block, a mempool
-// transaction, a disconnected block, a mempool check. A crash replays the
-// whole unit, never half of it.
+// as every other change. Each function is one transaction: a move of the best
+// chain (blocks connected, a reorg, a pruned stretch), a mempool transaction,
+// a mempool check. A crash replays the whole unit, never half of it.
 
 /**
  * One unit of the chain's writes. They go around the write queue (each
@@ -22,7 +23,7 @@ function writeChainChange<T>(ctx: Context, change: () => T): T {
   return ctx.db.transaction(change).immediate();
 }
 
-/** A block taken as seen without reading it: the first start's tip, or a pruned block. */
+/** A block taken as seen without reading it: the first start's tip. */
 export function recordBlockSeen(ctx: Context, block: { height: number; hash: string; prevHash: string }): void {
   writeChainChange(ctx, () => ctx.repos.chainBlocks.insert(block, ctx.clock.now()));
 }
@@ -127,13 +128,17 @@ export function applyMempoolTx(ctx: Context, watch: WatchSet, tx: Transaction, f
   });
 }
 
-/** What a block on the best chain brings: where it sits, and the watched outputs it pays. */
-export interface BlockFacts {
+/** Where a block sits on the chain. */
+export interface BlockHeader {
   height: number;
   hash: string;
   prevHash: string;
   /** The block's timestamp, ms. */
   time: number;
+}
+
+/** What a block on the best chain brings: where it sits, and the watched outputs it pays. */
+export interface BlockFacts extends BlockHeader {
   found: Array<OutputMatch & { txid: string }>;
 }
 
@@ -244,30 +249,20 @@ export function trackedMempoolTxids(ctx: Context): string[] {
   return [...new Set(txids)];
 }
 
-export interface ScannedOutput {
-  txid: string;
-  vout: number;
-  sats: number;
-  scriptHex: string;
-  height: number;
-  blockHash: string;
-  blockTime: number;
-}
-
-/** A confirmed output found in the UTXO set (pruned node): recorded as a payment mined at its height. */
-export function applyScannedOutput(ctx: Context, watch: WatchSet, u: ScannedOutput, tipHeight: number): StoredInvoice[] {
-  const script = Buffer.from(u.scriptHex, 'hex');
-  const now = ctx.clock.now();
-  return writeChainChange(ctx, () =>
-    watch.candidates(script).flatMap((rowid) => {
+/**
+ * The facts of pruned blocks, from their headers and the node's UTXO set: the
+ * watched outputs still unspent that each block created. Outputs already spent
+ * again cannot be seen this way; outputs of other blocks are left out.
+ */
+export function scannedBlockFacts(ctx: Context, watch: WatchSet, headers: BlockHeader[], unspents: UnspentOutput[]): BlockFacts[] {
+  const found = new Map<number, BlockFacts['found']>(headers.map((h) => [h.height, []]));
+  for (const u of unspents) {
+    const list = found.get(u.height);
+    if (!list) continue;
+    for (const rowid of watch.candidates(Buffer.from(u.scriptHex, 'hex'))) {
       const inv = ctx.repos.invoices.getByRowid(rowid);
-      if (!inv || inv.scriptHex !== u.scriptHex) return [];
-      const payment: Payment = {
-        txid: u.txid, vout: u.vout, amountSats: u.sats, status: 'confirmed', confirmations: Math.max(1, tipHeight - u.height + 1),
-        blockHeight: u.height, blockHash: u.blockHash, firstSeenAt: Math.min(now, u.blockTime),
-      };
-      const payments = withPayment(inv, inv.payments, payment);
-      return payments === inv.payments ? [] : [applyPayments(ctx, inv, payments, now)];
-    }),
-  );
+      if (inv && inv.scriptHex === u.scriptHex) list.push({ invoice: inv, vout: u.vout, sats: u.sats, txid: u.txid });
+    }
+  }
+  return headers.map((h) => ({ ...h, found: found.get(h.height)! }));
 }

@@ -470,5 +470,25 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.equal(stored.status, 'paid');
     assert.match(String((till2.rt.health().chain as any).pruned_fallback), /pruned/);
   });
+
+  onFake('a reorg while Till was down whose new branch is pruned on the node: the payment mined again stays confirmed, no payment_reversed', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const inv = await createInvoice(f);
+    await f.node.pay(inv.address, 50_000);
+    await mineAndSync(f);
+    assert.equal((await getInvoice(f, inv.id)).status, 'paid');
+    const minedAt = (await f.node.tip()).height;
+    await f.till.rt.chain!.stop();
+    await f.node.reorg(1, {});
+    await f.node.mine(2);
+    fakeOnly(f).pruneBelow((await f.node.tip()).height);
+    const till2 = await startTestTill(t, { clock: f.till.clock, env: { TILL_DATA_DIR: f.till.config.dataDir, ...nodeEnv(f.node) } });
+    await startWatching(till2, f.node);
+    const tip = await f.node.tip();
+    assert.equal(till2.rt.ctx.repos.chainBlocks.tip()!.hash, tip.hash);
+    const stored = till2.rt.ctx.repos.invoices.get(inv.id)!;
+    assert.deepEqual(stored.payments.map((p) => [p.status, p.blockHeight, p.confirmations]), [['confirmed', minedAt, tip.height - minedAt + 1]], 'found again in the UTXO set, in the new branch');
+    assert.deepEqual(till2.rt.ctx.repos.events.listForInvoice(inv.id).map((e) => e.type), ['invoice.created', 'invoice.payment_detected', 'invoice.paid']);
+  });
   });
 }
