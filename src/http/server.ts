@@ -1,7 +1,7 @@
 import { getWebSocketHooks, type Hooks, type WSOptions } from 'crossws';
 import { serve } from 'crossws/server';
 import type { H3 } from 'h3';
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { RequestLog } from './middleware/request-context.ts';
@@ -40,8 +40,15 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
     ...opts.websocket,
     options: { ...opts.websocket?.options, node: { ...opts.websocket?.options?.node, serverOptions: { maxPayload: WS_MAX_PAYLOAD_BYTES, ...opts.websocket?.options?.node?.serverOptions } } },
   };
-  const server = serve({ fetch: app.fetch, hostname: host, port, silent: true, gracefulShutdown: false, websocket });
+  const server = serve({
+    fetch: app.fetch, hostname: host, port, silent: true, gracefulShutdown: false, websocket,
+    // Only a WebSocket upgrade leaves the HTTP path: an h2c offer (curl --http2) is ignored, as RFC 9110 7.8
+    // allows, and the request answered with its body. A missing Host is refused by the app, in the envelope.
+    node: { shouldUpgradeCallback: isWebSocketUpgrade, requireHostHeader: false },
+  });
   const responses = takeRequests(app, server.node);
+  // An Expect other than 100-continue: served as if absent (RFC 9110 10.1.1 lets a server ignore it), not a bare 417.
+  server.node?.server?.on('checkExpectation', (req, res) => server.node!.server!.emit('request', req, res));
   // Responses begun, or owed to a request read in full: a parser error's answer may not go before them.
   const answering = (socket: Socket) => [...(responses.get(socket) ?? [])].filter((res) => !res.writableFinished && (res.headersSent || res.req.complete));
   server.node?.server?.on('clientError', clientErrorListener(answering, opts.log));
@@ -90,6 +97,10 @@ function takeRequests(app: H3, node: ReturnType<typeof serve>['node']): WeakMap<
     if (!direct?.take(req, res, handler)) handler(req, res);
   });
   return responses;
+}
+
+function isWebSocketUpgrade(req: IncomingMessage): boolean {
+  return (req.headers.upgrade ?? '').split(',').some((protocol) => protocol.trim().toLowerCase() === 'websocket');
 }
 
 async function resolveThroughApp(app: H3, req: Request): Promise<Partial<Hooks>> {

@@ -98,7 +98,8 @@ export class DirectGets {
    * hands the request to `app` then.
    */
   take(req: IncomingMessage, res: ServerResponse, app: NodeListener): boolean {
-    if (req.method !== 'GET') return false;
+    // Without Host (HTTP/1.1), the app refuses it in the envelope.
+    if (req.method !== 'GET' || (req.headers.host === undefined && req.httpVersion === '1.1')) return false;
     const started = performance.now();
     const url = req.url ?? '';
     const queryAt = url.indexOf('?');

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { getWebSocketHooks } from 'crossws';
+import type { IncomingMessage } from 'node:http';
 import type { H3Event, Middleware } from 'h3';
 import { createLineLogger, type Logger } from '../../log.ts';
+import { ApiError } from '../../domain/errors.ts';
 import { errorResponse, toApiError } from '../errors.ts';
 import { discardAnswer } from '../internal/route.ts';
 
@@ -71,6 +73,7 @@ export function requestContext(logger: Logger, log: RequestLog, durable: () => P
     };
     let answer: unknown;
     try {
+      assertHostHeader(event);
       answer = await next();
     } catch (err) {
       answer = answerError(err, () => true);
@@ -94,4 +97,15 @@ export function requestContext(logger: Logger, log: RequestLog, durable: () => P
     log({ requestId, method: event.req.method, path: event.url.pathname, status, started, keyId: event.context.apiKeyId });
     return answer;
   };
+}
+
+/**
+ * HTTP/1.1 requires Host (RFC 9112 3.2). Node refuses its absence with a bare
+ * 400 unless told not to (src/http/server.ts); here it gets the envelope.
+ */
+function assertHostHeader(event: H3Event): void {
+  const req = (event.req as { runtime?: { node?: { req?: IncomingMessage } } }).runtime?.node?.req;
+  if (req?.httpVersion === '1.1' && req.headers.host === undefined) {
+    throw new ApiError('validation_error', 'the Host header is missing (HTTP/1.1 requires it)');
+  }
 }

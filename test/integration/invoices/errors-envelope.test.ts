@@ -268,6 +268,30 @@ describe('bodies Node parses first, on a raw socket (socket)', () => {
     assertError(res, 400, 'validation_error');
   });
 
+  test('an h2c upgrade offer (curl --http2) is ignored: the invoice is created from the body', async () => {
+    const body = '{"amount_sats":1000}';
+    const res = await rawRequest(
+      till().url,
+      head(`Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\nContent-Length: ${body.length}\r\n`) + body,
+    );
+    assertInvoice(res);
+  });
+
+  test('HTTP/1.1 without Host -> 400 validation_error envelope, on the direct GET path too', async () => {
+    for (const request of [`GET /v1/invoices/inv_01m7yrrt80xqdbztbykwnv04zp HTTP/1.1\r\nAuthorization: Bearer ${key}\r\n\r\n`, 'GET /healthz HTTP/1.1\r\n\r\n']) {
+      const res = await rawRequest(till().url, request);
+      assertError(res, 400, 'validation_error');
+      assert.match(res.body.error.message, /Host/);
+    }
+    // HTTP/1.0 does not require it.
+    assert.equal((await rawRequest(till().url, 'GET /healthz HTTP/1.0\r\n\r\n')).status, 200);
+  });
+
+  test('an Expect other than 100-continue is ignored, not a bare 417', async () => {
+    const body = '{"amount_sats":1000}';
+    assertInvoice(await rawRequest(till().url, head(`Expect: 200-ok\r\nContent-Length: ${body.length}\r\n`) + body));
+  });
+
   test('a checkout request Node refuses (headers over 16 KiB) -> 400 envelope a page can read (Access-Control-Allow-Origin: *)', async () => {
     const res = await rawRequest(till().url, `GET /pay/invoices/x HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Filler: ${'a'.repeat(20_000)}\r\n\r\n`);
     assertError(res, 400, 'validation_error');
