@@ -70,10 +70,34 @@ export interface CreateInvoiceInput {
  */
 export async function createInvoice(ctx: Context, input: CreateInvoiceInput): Promise<CreateResult> {
   const { caller, idempotencyKey, requestHash } = input;
-  if (idempotencyKey) {
-    const replay = checkIdempotency(ctx, caller, idempotencyKey, requestHash);
-    if (replay) return replay;
+  if (!idempotencyKey) return createNew(ctx, input);
+  // A retry sent while its original is still being written waits for it, and
+  // is then answered as its replay (or refused as a conflict), never with a
+  // rate-limit slot of its own.
+  const underWay = keyedCreations(ctx);
+  const key = `${caller.apiKey.id} ${idempotencyKey}`;
+  for (let original = underWay.get(key); original; original = underWay.get(key)) await original.catch(() => {});
+  const replay = checkIdempotency(ctx, caller, idempotencyKey, requestHash);
+  if (replay) return replay;
+  const creation = createNew(ctx, input);
+  underWay.set(key, creation);
+  try {
+    return await creation;
+  } finally {
+    if (underWay.get(key) === creation) underWay.delete(key);
   }
+}
+
+const creationsUnderWay = new WeakMap<Context, Map<string, Promise<CreateResult>>>();
+
+/** This process's keyed creations not answered yet, by API key id and Idempotency-Key. */
+function keyedCreations(ctx: Context): Map<string, Promise<CreateResult>> {
+  let map = creationsUnderWay.get(ctx);
+  if (!map) creationsUnderWay.set(ctx, (map = new Map()));
+  return map;
+}
+
+async function createNew(ctx: Context, input: CreateInvoiceInput): Promise<CreateResult> {
   // The body's 400s before the rate limit: a client is told of its own error even while limited.
   const req = input.parse();
   const slot = input.admit?.();

@@ -2,7 +2,10 @@
 // rate_limited with Retry-After and error.retry_after_seconds (DESIGN "Errors").
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { databasePath } from '../../../src/db/connection.ts';
 import { mintApiKey } from '../../../src/services/api-keys.ts';
+import { holdWriteLock } from '../../helpers/write-lock.ts';
 import { call, setupStore, TRANSPORTS } from '../../helpers/till-server.ts';
 import { assertError, assertInvoice, assertWritesNothing, countWrites, postInvoice, useTill } from './invoice-api.ts';
 
@@ -36,6 +39,27 @@ for (const transport of TRANSPORTS) {
       assert.equal(assertError(stillRefused, 429, 'rate_limited').retry_after_seconds, 1);
       till().clock.advance(1);
       assertInvoice(await postInvoice(till(), s.key, { amount_sats: 1000 }));
+    });
+
+    test('a retry sent while its original is still being written, on the last slot: one invoice, the retry is its replay, not a 429', async (t) => {
+      const s = setupStore(till());
+      const before = countWrites(till()).invoices;
+      for (let i = 0; i < 99; i++) assertInvoice(await postInvoice(till(), s.key, { amount_sats: 1000 + i }));
+      const body = { amount_sats: 5000, metadata: { order: '42' } };
+      // Another connection (the CLI) holds the write lock: the original waits in the write queue, and its client,
+      // timing out, retries with the same key and body (spec 7.3).
+      const lock = holdWriteLock(t, databasePath(till().config.dataDir));
+      const original = postInvoice(till(), s.key, body, { 'idempotency-key': 'order-42' });
+      await sleep(100);
+      const retry = postInvoice(till(), s.key, body, { 'idempotency-key': 'order-42' });
+      await sleep(100);
+      lock.release();
+      const [a, b] = await Promise.all([original, retry]);
+      assertInvoice(a);
+      assert.equal(b.status, 201, b.text);
+      assert.equal(b.text, a.text);
+      assert.equal(b.headers.get('idempotent-replayed'), 'true');
+      assert.equal(countWrites(till()).invoices, before + 100);
     });
 
     test('the window slides: hits spread over a minute free one slot at a time', async () => {
