@@ -24,7 +24,7 @@ export const MAX_SATS = 21_000_000 * SATS_PER_BTC;
 
 // Plain decimals only: no sign, exponent, spaces, hex, or leading zeros.
 // Integer digits are capped so BigInt never sees an absurd string.
-const USD_AMOUNT = /^(0|[1-9]\d{0,9})(?:\.(\d{1,2}))?$/;
+export const USD_AMOUNT = /^(0|[1-9]\d{0,9})(?:\.(\d{1,2}))?$/;
 const PROVIDER_PRICE = /^(0|[1-9]\d{0,11})(?:\.(\d{1,18}))?$/;
 
 /**

@@ -2,6 +2,8 @@ import { ERROR_STATUS, type ErrorCode } from '../domain/errors.ts';
 import { EVENT_TYPES } from '../domain/event-types.ts';
 import { INVOICE_STATUSES, PAYMENT_STATUSES } from '../domain/invoice.ts';
 import { CALLBACK_URL_MAX_LENGTH, EXPIRES_IN_MINUTES, METADATA_LIMITS } from '../domain/invoice-request.ts';
+import { MAX_SATS, USD_AMOUNT } from '../domain/money.ts';
+import { DESCRIPTION_MAX } from '../services/webhooks.ts';
 import { SIMULATED_EVENTS } from '../domain/simulate.ts';
 import { VERSION } from '../version.ts';
 
@@ -24,6 +26,8 @@ function errors(...codes: ErrorCode[]): Record<string, object> {
 
 const AUTH: ErrorCode[] = ['api_key_invalid', 'api_key_revoked', 'api_key_wrong_env', 'not_found'];
 const BODY: ErrorCode[] = ['validation_error', 'unsupported_media_type', 'payload_too_large'];
+/** A route without a body or query parameters refuses a query parameter. */
+const NO_QUERY: ErrorCode[] = ['validation_error'];
 const idParam = (name: string, description: string) => ({ name, in: 'path', required: true, schema: { type: 'string' }, description });
 
 const invoiceProperties = {
@@ -88,12 +92,17 @@ const schemas = {
     additionalProperties: false,
     description: 'Exactly one of amount_sats, or amount with currency.',
     properties: {
-      amount_sats: { type: 'integer', minimum: 1 },
-      amount: { oneOf: [{ type: 'string', pattern: '^\\d+(\\.\\d{1,2})?$' }, { type: 'number' }] },
+      amount_sats: { type: 'integer', minimum: 1, maximum: MAX_SATS },
+      amount: { oneOf: [{ type: 'string', pattern: USD_AMOUNT.source }, { type: 'number' }] },
       currency: { type: 'string', enum: ['USD'], description: 'USD (Till also takes its letters in any case)' },
       expires_in_minutes: { type: 'integer', minimum: EXPIRES_IN_MINUTES.min, maximum: EXPIRES_IN_MINUTES.max },
       callback_url: { type: 'string', format: 'uri', maxLength: CALLBACK_URL_MAX_LENGTH },
-      metadata: { type: 'object', maxProperties: METADATA_LIMITS.maxKeys, additionalProperties: { type: 'string', maxLength: METADATA_LIMITS.maxValueLength } },
+      metadata: {
+        type: 'object',
+        maxProperties: METADATA_LIMITS.maxKeys,
+        propertyNames: { minLength: 1, maxLength: METADATA_LIMITS.maxKeyLength },
+        additionalProperties: { type: 'string', maxLength: METADATA_LIMITS.maxValueLength },
+      },
     },
   },
   InvoiceList: {
@@ -144,6 +153,11 @@ const schemas = {
 const invoiceId = idParam('id', 'invoice id (inv_…)');
 const storeId = idParam('id', "the API key's own store (sto_…)");
 const endpointId = idParam('wid', 'webhook endpoint id (we_…)');
+const endpointFields = {
+  url: { type: 'string', format: 'uri' },
+  description: { type: 'string', maxLength: DESCRIPTION_MAX },
+  enabled_events: { type: 'array', minItems: 1, items: { type: 'string', enum: ['*', ...EVENT_TYPES] } },
+};
 const bearer = [{ apiKey: [] }];
 
 export const OPENAPI_DOCUMENT = {
@@ -189,14 +203,14 @@ export const OPENAPI_DOCUMENT = {
       },
     },
     '/v1/invoices/{id}': {
-      get: { summary: 'Fetch an invoice', security: bearer, parameters: [invoiceId], responses: { '200': { description: 'the invoice', ...json(ref('Invoice')) }, ...errors(...AUTH) } },
+      get: { summary: 'Fetch an invoice', security: bearer, parameters: [invoiceId], responses: { '200': { description: 'the invoice', ...json(ref('Invoice')) }, ...errors(...AUTH, ...NO_QUERY) } },
     },
     '/v1/invoices/{id}/cancel': {
       post: {
         summary: 'Cancel a pending invoice',
         security: bearer,
         parameters: [invoiceId],
-        responses: { '200': { description: 'cancelled', ...json(ref('Invoice')) }, ...errors(...AUTH, 'invoice_not_cancellable', 'disk_full', 'database_unavailable') },
+        responses: { '200': { description: 'cancelled', ...json(ref('Invoice')) }, ...errors(...AUTH, ...NO_QUERY, 'invoice_not_cancellable', 'disk_full', 'database_unavailable') },
       },
     },
     '/v1/invoices/{id}/simulate': {
@@ -212,33 +226,34 @@ export const OPENAPI_DOCUMENT = {
       },
     },
     '/v1/stores/{id}/webhooks': {
-      get: { summary: "List the store's webhook endpoints", security: bearer, parameters: [storeId], responses: { '200': { description: 'endpoints' }, ...errors(...AUTH) } },
+      get: { summary: "List the store's webhook endpoints", security: bearer, parameters: [storeId], responses: { '200': { description: 'endpoints' }, ...errors(...AUTH, ...NO_QUERY) } },
       post: {
         summary: 'Add a webhook endpoint; the secret is returned once',
         security: bearer,
         parameters: [storeId],
-        requestBody: { required: true, ...json({ type: 'object', required: ['url'], properties: { url: { type: 'string' }, description: { type: 'string' }, enabled_events: { type: 'array', items: { type: 'string' } } } }) },
+        requestBody: { required: true, ...json({ type: 'object', additionalProperties: false, required: ['url'], properties: endpointFields }) },
         responses: { '201': { description: 'created', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...BODY) },
       },
     },
     '/v1/stores/{id}/webhooks/{wid}': {
-      get: { summary: 'Fetch an endpoint', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'the endpoint', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH) } },
+      get: { summary: 'Fetch an endpoint', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'the endpoint', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...NO_QUERY) } },
       post: {
         summary: 'Update an endpoint (url, description, enabled_events, enabled); deliveries not yet successful follow a new url',
         security: bearer,
         parameters: [storeId, endpointId],
+        requestBody: { required: true, ...json({ type: 'object', additionalProperties: false, properties: { ...endpointFields, enabled: { type: 'boolean' } } }) },
         responses: { '200': { description: 'updated', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...BODY) },
       },
-      delete: { summary: 'Delete an endpoint', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'deleted' }, ...errors(...AUTH) } },
+      delete: { summary: 'Delete an endpoint', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'deleted' }, ...errors(...AUTH, ...NO_QUERY) } },
     },
     '/v1/stores/{id}/webhooks/{wid}/rotate-secret': {
-      post: { summary: 'New signing secret; the previous one stays valid 24 h', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'with the new secret', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH) } },
+      post: { summary: 'New signing secret; the previous one stays valid 24 h', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'with the new secret', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...NO_QUERY) } },
     },
     '/v1/stores/{id}/webhooks/{wid}/test': {
-      post: { summary: 'Send a synthetic webhook.test now; answered after the first attempt', security: bearer, parameters: [storeId, endpointId], responses: { '201': { description: 'the delivery', ...json(ref('WebhookDelivery')) }, ...errors(...AUTH) } },
+      post: { summary: 'Send a synthetic webhook.test now; answered after the first attempt', security: bearer, parameters: [storeId, endpointId], responses: { '201': { description: 'the delivery', ...json(ref('WebhookDelivery')) }, ...errors(...AUTH, ...NO_QUERY) } },
     },
     '/v1/stores/{id}/callback-secret/rotate': {
-      post: { summary: "Rotate the secret that signs deliveries to invoices' callback_url", security: bearer, parameters: [storeId], responses: { '200': { description: 'with the new secret' }, ...errors(...AUTH) } },
+      post: { summary: "Rotate the secret that signs deliveries to invoices' callback_url", security: bearer, parameters: [storeId], responses: { '200': { description: 'with the new secret' }, ...errors(...AUTH, ...NO_QUERY) } },
     },
     '/pay/invoices/{id}': {
       get: { summary: 'Public checkout snapshot (CORS *)', parameters: [invoiceId], responses: { '200': { description: 'invoice and branding', ...json(ref('CheckoutInvoice')) }, ...errors('not_found') } },

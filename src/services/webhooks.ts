@@ -13,7 +13,7 @@ import { getStore } from './stores.ts';
 
 export const MAX_ENDPOINTS_PER_STORE = 16;
 const URL_MAX = 2048;
-const DESCRIPTION_MAX = 255;
+export const DESCRIPTION_MAX = 255;
 
 export interface EndpointInput {
   url?: unknown;

@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { H3Event } from 'h3';
-import { ApiError, unknownName } from '../../domain/errors.ts';
+import { ApiError } from '../../domain/errors.ts';
+import { assertNoQuery } from './query.ts';
 
 export const MAX_JSON_BODY_BYTES = 64 * 1024;
 /**
@@ -18,10 +19,7 @@ export const MAX_JSON_DEPTH = 32;
  * ignored (docs/DECISIONS.md). Never throws anything but ApiError.
  */
 export async function readJsonObject(event: H3Event, maxBytes = MAX_JSON_BODY_BYTES): Promise<{ value: Record<string, unknown>; raw: string }> {
-  if (event.url.search) {
-    const [stray] = event.url.searchParams.keys();
-    if (stray !== undefined) throw unknownName('query parameter', stray);
-  }
+  assertNoQuery(event.url.searchParams);
   const type = event.req.headers.get('content-type') ?? '';
   if (!/^application\/json\s*(;|$)/i.test(type)) {
     throw new ApiError('unsupported_media_type', 'the request body must be JSON with Content-Type: application/json');

@@ -143,6 +143,8 @@ export class DirectGets {
 type NodeListener = (req: IncomingMessage, res: ServerResponse) => void;
 
 const PLAIN_PATH = /^(\/[A-Za-z0-9_-]+)+$/;
+/** The query of a request without one, shared: nothing writes to it. */
+const NO_QUERY = new URLSearchParams();
 
 function matchesSegments(pattern: readonly (string | null)[], segments: readonly string[]): boolean {
   if (pattern.length !== segments.length) return false;
@@ -174,7 +176,7 @@ class NodeRequest implements DirectRequest {
   }
 
   get query(): URLSearchParams {
-    return (this.#query ??= new URLSearchParams(this.#search));
+    return (this.#query ??= this.#search === '' ? NO_QUERY : new URLSearchParams(this.#search));
   }
 
   header(name: string): string | null {

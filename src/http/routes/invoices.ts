@@ -11,6 +11,7 @@ import { requireApiKey, requireApiKeyOf } from '../middleware/auth.ts';
 import { SlidingWindowLimiter } from '../middleware/rate-limit.ts';
 import { readsDone } from '../internal/after-reads.ts';
 import { readJsonObject } from '../internal/body.ts';
+import { assertNoQuery } from '../internal/query.ts';
 import type { DirectGets } from '../internal/direct-get.ts';
 import { InvoiceViewCache } from '../internal/invoice-view-cache.ts';
 import { defineRoute, routeParam } from '../internal/route.ts';
@@ -79,6 +80,7 @@ export function registerInvoiceRoutes(app: H3, rt: Runtime, direct: DirectGets):
     GET: direct.get('/v1/invoices/:id', {
       answer: (req) => {
         const caller = requireApiKeyOf(req, ctx);
+        assertNoQuery(req.query);
         const id = req.param('id');
         const cached = views.get(id);
         // A cached view of another store's or environment's invoice takes the uncached path to its 404.
@@ -91,6 +93,7 @@ export function registerInvoiceRoutes(app: H3, rt: Runtime, direct: DirectGets):
   defineRoute(app, '/v1/invoices/:id/cancel', {
     POST: async (event) => {
       const caller = requireApiKey(event, ctx);
+      assertNoQuery(event.url.searchParams);
       return invoiceView(await cancelInvoice(ctx, caller, routeParam(event, 'id')), ctx.baseUrl);
     },
   });

@@ -15,6 +15,7 @@ import {
 } from '../../services/webhooks.ts';
 import { requireApiKey } from '../middleware/auth.ts';
 import { readJsonObject } from '../internal/body.ts';
+import { assertNoQuery } from '../internal/query.ts';
 import { defineRoute, routeParam } from '../internal/route.ts';
 
 // Writes go through the write queue (each service's own transaction becomes a
@@ -26,6 +27,7 @@ export function registerWebhookRoutes(app: H3, rt: Runtime): void {
   /** The store in the path, which must be the API key's own (another store's id is not_found). */
   function ownStore(event: H3Event): string {
     const caller = requireApiKey(event, ctx);
+    assertNoQuery(event.url.searchParams);
     const id = routeParam(event, 'id');
     if (id !== caller.store.id) throw new ApiError('not_found', `no store ${id.slice(0, 64)}`);
     return id;

@@ -7,7 +7,7 @@ import { ERROR_STATUS } from '../../../src/domain/errors.ts';
 import { createApp } from '../../../src/http/app.ts';
 import { listRoutes } from '../../../src/http/internal/route.ts';
 import { OPENAPI_DOCUMENT } from '../../../src/http/openapi.ts';
-import { startTestTill } from '../../helpers/till-server.ts';
+import { call, setupStore, startTestTill } from '../../helpers/till-server.ts';
 
 const toOpenApiPath = (p: string) => p.replace(/:(\w+)/g, '{$1}');
 
@@ -55,4 +55,32 @@ test('every error code documented with its status; every code the code can raise
   // Codes of the spec that Till never raises (billing, sessions, 2FA) are reserved, not documented per route.
   const reserved = Object.keys(ERROR_STATUS).filter((c) => !documented.has(c));
   assert.deepEqual(reserved.sort(), ['auth_account_suspended', 'auth_email_not_verified', 'auth_required', 'auth_totp_required', 'billing_overdue', 'gone'].sort());
+});
+
+test('the documented request schemas hold the server\'s bounds: a body the document allows is not refused as malformed', async (t) => {
+  const till = await startTestTill(t);
+  const { key, storeId } = setupStore(till);
+  const schemas = OPENAPI_DOCUMENT.components.schemas as Record<string, any>;
+  const create = schemas.InvoiceCreate.properties;
+  const post = (body: object) => call(till, 'POST', '/v1/invoices', { key, body });
+  // Each bound, exactly at the edge (accepted) and past it (refused), by the document and by the server alike.
+  const longest = 'k'.repeat(create.metadata.propertyNames.maxLength);
+  assert.equal((await post({ amount_sats: 1000, metadata: { [longest]: 'v' } })).status, 201);
+  assert.equal((await post({ amount_sats: 1000, metadata: { [`${longest}k`]: 'v' } })).status, 400);
+  assert.equal((await post({ amount_sats: create.amount_sats.maximum + 1 })).status, 400);
+  const pattern = new RegExp(create.amount.oneOf[0].pattern);
+  for (const amount of ['12.50', '0.01', '999']) {
+    assert.ok(pattern.test(amount), amount);
+    assert.equal((await post({ amount, currency: 'USD' })).status, 201, amount);
+  }
+  for (const amount of ['012.50', '00.50', '1.234', '12345678901']) {
+    assert.ok(!pattern.test(amount), amount);
+    assert.equal((await post({ amount, currency: 'USD' })).status, 400, amount);
+  }
+  // The endpoint update documents the JSON body it requires.
+  const update = (OPENAPI_DOCUMENT.paths as any)['/v1/stores/{id}/webhooks/{wid}'].post;
+  assert.deepEqual(Object.keys(update.requestBody.content['application/json'].schema.properties).sort(), ['description', 'enabled', 'enabled_events', 'url']);
+  const created = await call(till, 'POST', `/v1/stores/${storeId}/webhooks`, { key, body: { url: 'https://shop.example/hooks' } });
+  assert.equal(created.status, 201, created.text);
+  assert.equal((await call(till, 'POST', `/v1/stores/${storeId}/webhooks/${created.body.id}`, { key, body: { enabled: false } })).status, 200);
 });

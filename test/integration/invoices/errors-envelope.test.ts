@@ -53,6 +53,21 @@ for (const transport of TRANSPORTS) {
       });
     }
 
+    test('a route that takes no query parameter refuses one, named, and changes nothing', async () => {
+      const storeId = till().rt.ctx.repos.invoices.get(invoiceId)!.storeId;
+      for (const [method, path] of [
+        ['GET', `/v1/invoices/${invoiceId}?expand=payments`],
+        ['POST', `/v1/invoices/${invoiceId}/cancel?expand=payments`],
+        ['GET', `/v1/stores/${storeId}/webhooks?expand=payments`],
+      ]) {
+        const res = await call(till(), method!, path!, { key });
+        assert.equal(assertError(res, 400, 'validation_error').param, 'expand', `${method} ${path}`);
+      }
+      assert.equal(till().rt.ctx.repos.invoices.get(invoiceId)!.status, 'pending', 'not cancelled');
+      // An empty query is no parameter.
+      assert.equal((await call(till(), 'GET', `/v1/invoices/${invoiceId}?`, { key })).status, 200);
+    });
+
     for (const [method, path, allow] of [
       ['DELETE', '/v1/invoices', 'POST, GET, HEAD'],
       ['PUT', '/v1/invoices', 'POST, GET, HEAD'],
