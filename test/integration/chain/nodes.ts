@@ -61,8 +61,12 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** A real bitcoind -regtest in a temp datadir, ZMQ and RPC on loopback, with a funded wallet. */
-export async function startRealNode(binary: string): Promise<ChainNode> {
+/**
+ * A real bitcoind -regtest in a temp datadir, ZMQ and RPC on loopback, with a
+ * funded wallet. Its time follows the test's clock (setmocktime before each
+ * step), as the fake's does: block and mempool times are Till's to judge.
+ */
+export async function startRealNode(binary: string, clock: Clock): Promise<ChainNode> {
   const dir = mkdtempSync(join(tmpdir(), 'till-bitcoind-'));
   const [rpcPort, p2pPort, zmqPort] = [await freePort(), await freePort(), await freePort()];
   const zmq = `tcp://127.0.0.1:${zmqPort}`;
@@ -84,6 +88,8 @@ export async function startRealNode(binary: string): Promise<ChainNode> {
       await new Promise((r) => setTimeout(r, 200));
     }
   }
+  const followClock = () => rpc.call('setmocktime', [Math.floor(clock.now() / 1000)]);
+  await followClock();
   await rpc.call('createwallet', ['till-tests']);
   const wallet = new RpcClient({ url: `http://127.0.0.1:${rpcPort}/wallet/till-tests`, credentials: () => readCookieFile(cookieFile) });
   const own = (await wallet.call('getnewaddress')) as string;
@@ -106,11 +112,24 @@ export async function startRealNode(binary: string): Promise<ChainNode> {
     cookieFile,
     zmqEndpoint: zmq,
     tip,
-    pay: async (address, sats, o = {}) => (await wallet.call('sendtoaddress', [address, satsToBtcString(sats), '', '', false, o.rbf ?? true])) as string,
-    payMany: async (outs) => (await wallet.call('sendmany', ['', Object.fromEntries(outs.map((o) => [o.address, satsToBtcString(o.sats)]))])) as string,
-    mine: async (n = 1) => void (await rpc.call('generatetoaddress', [n, own])),
-    replace: async (txid, o = {}) => (o.outputs ? spendBack(txid) : ((await wallet.call('bumpfee', [txid])) as { txid: string }).txid),
+    pay: async (address, sats, o = {}) => {
+      await followClock();
+      return (await wallet.call('sendtoaddress', [address, satsToBtcString(sats), '', '', false, o.rbf ?? true])) as string;
+    },
+    payMany: async (outs) => {
+      await followClock();
+      return (await wallet.call('sendmany', ['', Object.fromEntries(outs.map((o) => [o.address, satsToBtcString(o.sats)]))])) as string;
+    },
+    mine: async (n = 1) => {
+      await followClock();
+      await rpc.call('generatetoaddress', [n, own]);
+    },
+    replace: async (txid, o = {}) => {
+      await followClock();
+      return o.outputs ? spendBack(txid) : ((await wallet.call('bumpfee', [txid])) as { txid: string }).txid;
+    },
     reorg: async (depth, o) => {
+      await followClock();
       const { height } = await tip();
       await rpc.call('invalidateblock', [(await rpc.call('getblockhash', [height - depth + 1])) as string]);
       for (const txid of o.dropTxids ?? []) await spendBack(txid);

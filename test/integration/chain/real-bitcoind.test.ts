@@ -9,7 +9,7 @@ import { startRealNode } from './nodes.ts';
 const binary = process.env.BITCOIND;
 
 if (binary && existsSync(binary)) {
-  defineChainScenarios('real', () => startRealNode(binary));
+  defineChainScenarios('real', (clock) => startRealNode(binary, clock));
 } else {
   const reason = binary ? `BITCOIND=${binary} does not exist` : 'BITCOIND is not set (no bitcoind binary on this machine)';
   test(`chain scenarios against a real bitcoind -regtest: skipped, ${reason}`, { skip: reason }, () => {});
