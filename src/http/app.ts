@@ -8,6 +8,7 @@ import { registerHealthRoutes } from './routes/health.ts';
 import { registerInvoiceRoutes } from './routes/invoices.ts';
 import { registerOpenApiRoute } from './routes/openapi.ts';
 import { registerWebhookRoutes } from './routes/webhooks.ts';
+import { registerXpubHelpRoute } from './routes/xpub-help.ts';
 
 /** The whole HTTP surface as an h3 app: usable in-process (app.request) or served on a socket. */
 export function createApp(rt: Runtime): H3 {
@@ -25,6 +26,7 @@ export function createApp(rt: Runtime): H3 {
   registerInvoiceRoutes(app, rt, direct);
   registerWebhookRoutes(app, rt);
   registerCheckoutRoutes(app, rt, direct);
+  registerXpubHelpRoute(app);
   app.all('/**', (event) => {
     throw new ApiError('not_found', `no route for ${event.req.method} ${event.url.pathname}`);
   });

@@ -104,6 +104,12 @@ for (const transport of TRANSPORTS) {
         const message = String(assertError(res, 409, 'no_active_xpub').message);
         assert.ok(message.includes(`/stores/${s.storeId}/xpubs`), message);
         assert.ok(message.includes('till xpub add'), message);
+        // Without a dashboard_url the link is Till's own page, which tells the same fix.
+        const link = /https?:\/\/\S+\/stores\/\S+\/xpubs/.exec(message)![0];
+        const page = await call(till(), 'GET', new URL(link).pathname);
+        assert.equal(page.status, 200);
+        assert.match(page.headers.get('content-type') ?? '', /^text\/plain/);
+        assert.ok(page.text.includes(`till xpub add --store ${s.storeId} --env ${mode}`), page.text);
         // Resolved as the message says.
         addXpub(till().rt.ctx, { storeId: s.storeId, env: mode, key: testTpub(`added-${s.storeId}`) });
         assertInvoice(await postInvoice(till(), s.key, { amount_sats: 1000 }));
