@@ -14,7 +14,8 @@ export { amountConfirmed, amountReceived } from './invoice-amounts.ts';
 // - expired_at is the moment the invoice expired by the rules, not when a worker
 //   noticed: expires_at, even when learned late (after a restart). An invoice
 //   that waited past expires_at for on-time payments and then lost them (RBF,
-//   reorg) expires at the moment that is learned (now).
+//   reorg) expires at the moment that is learned (now, or while catching up
+//   the time of the block that shows it).
 // - The late window is [expired_at, expired_at + late window): late payments must
 //   be seen and confirmed inside it; on-time payments confirmed in it count too.
 //   Blocks read while catching up are judged at their own time (`heldAt`): a
