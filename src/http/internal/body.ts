@@ -19,7 +19,7 @@ export const MAX_JSON_DEPTH = 32;
  * ignored (docs/DECISIONS.md). Never throws anything but ApiError.
  */
 export async function readJsonObject(event: H3Event, maxBytes = MAX_JSON_BODY_BYTES): Promise<{ value: Record<string, unknown>; raw: string }> {
-  assertNoQuery(event.url.searchParams);
+  assertNoQuery(event.url.search);
   const type = event.req.headers.get('content-type') ?? '';
   if (!/^application\/json\s*(;|$)/i.test(type)) {
     throw new ApiError('unsupported_media_type', 'the request body must be JSON with Content-Type: application/json');

@@ -93,7 +93,7 @@ export function registerInvoiceRoutes(app: H3, rt: Runtime, direct: DirectGets):
   defineRoute(app, '/v1/invoices/:id/cancel', {
     POST: async (event) => {
       const caller = requireApiKey(event, ctx);
-      assertNoQuery(event.url.searchParams);
+      assertNoQuery(event.url.search);
       return invoiceView(await cancelInvoice(ctx, caller, routeParam(event, 'id')), ctx.baseUrl);
     },
   });

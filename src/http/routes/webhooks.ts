@@ -27,7 +27,7 @@ export function registerWebhookRoutes(app: H3, rt: Runtime): void {
   /** The store in the path, which must be the API key's own (another store's id is not_found). */
   function ownStore(event: H3Event): string {
     const caller = requireApiKey(event, ctx);
-    assertNoQuery(event.url.searchParams);
+    assertNoQuery(event.url.search);
     const id = routeParam(event, 'id');
     if (id !== caller.store.id) throw new ApiError('not_found', `no store ${id.slice(0, 64)}`);
     return id;
