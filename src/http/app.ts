@@ -4,6 +4,7 @@ import type { Runtime } from '../runtime.ts';
 import { createDirectGets } from './internal/direct-get.ts';
 import { createRequestLog, requestContext } from './middleware/request-context.ts';
 import { registerCheckoutRoutes } from './routes/checkout.ts';
+import { registerDashboardRoutes } from './routes/dashboard.ts';
 import { registerHealthRoutes } from './routes/health.ts';
 import { registerInvoiceRoutes } from './routes/invoices.ts';
 import { registerOpenApiRoute } from './routes/openapi.ts';
@@ -25,6 +26,7 @@ export function createApp(rt: Runtime): H3 {
   registerOpenApiRoute(app);
   registerInvoiceRoutes(app, rt, direct);
   registerWebhookRoutes(app, rt);
+  registerDashboardRoutes(app);
   registerCheckoutRoutes(app, rt, direct);
   registerXpubHelpRoute(app);
   app.all('/**', (event) => {

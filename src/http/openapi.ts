@@ -255,6 +255,9 @@ export const OPENAPI_DOCUMENT = {
     '/v1/stores/{id}/callback-secret/rotate': {
       post: { summary: "Rotate the secret that signs deliveries to invoices' callback_url", security: bearer, parameters: [storeId], responses: { '200': { description: 'with the new secret' }, ...errors(...AUTH, ...NO_QUERY) } },
     },
+    '/v1/stores/{id}/test-invoice': {
+      post: { summary: 'Dashboard endpoint (session cookie, spec 5): Till has no dashboard, so this is always 401 auth_required; create test invoices at POST /v1/invoices with a test key', parameters: [idParam('id', 'store id (sto_…)')], responses: errors('auth_required') },
+    },
     '/pay/invoices/{id}': {
       get: { summary: 'Public checkout snapshot (CORS *)', parameters: [invoiceId], responses: { '200': { description: 'invoice and branding', ...json(ref('CheckoutInvoice')) }, ...errors('not_found') } },
     },

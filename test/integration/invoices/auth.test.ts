@@ -117,6 +117,26 @@ for (const transport of TRANSPORTS) {
     });
   });
 
+  describe(`dashboard endpoints (${transport})`, () => {
+    const till = useTill({ transport });
+
+    test('POST /v1/stores/:id/test-invoice needs a session (spec 5): 401 auth_required with any key, cookie or store, nothing written', async () => {
+      const s = setupStore(till());
+      const asked = [
+        {},
+        { key: s.key },
+        { headers: { cookie: 'till_session=made-up' } },
+      ];
+      for (const storeId of [s.storeId, 'sto_unknown']) {
+        for (const options of asked) {
+          const res = await assertWritesNothing(till(), () => call(till(), 'POST', `/v1/stores/${storeId}/test-invoice`, { ...options, body: { amount_sats: 1000 } }));
+          assert.match(String(assertError(res, 401, 'auth_required').message), /POST \/v1\/invoices/);
+        }
+      }
+      assertError(await call(till(), 'GET', `/v1/stores/${s.storeId}/test-invoice`, { key: s.key }), 405, 'method_not_allowed');
+    });
+  });
+
   describe(`gap limit (${transport})`, () => {
     const till = useTill({ transport });
 
