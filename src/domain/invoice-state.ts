@@ -76,31 +76,52 @@ export function isFullyExpired(invoice: Invoice, now: number): boolean {
 
 /**
  * Until when the chain watcher must watch the invoice's address: it watches
- * while `watchUntil` is null (no end yet) or later than now.
+ * while `watchUntil` is null (no end yet) or later than now. Beyond joinUntil:
  * - pending: null; the expiry worker ends it, and it may wait for confirmations.
- * - expired: to the end of the late window.
- * - cancelled: cancelled_at + late window, so money sent anyway is reported for refund.
  * - expired, cancelled: null while a payment is still in the mempool, so the
  *   block that mines it is seen; otherwise the mempool check, finding it gone,
  *   would take it for replaced, and money sent would vanish from the invoice.
  * - paid, late_paid: null while a counting payment is shallower than
- *   REORG_SAFE_CONFIRMATIONS (a reorg could still reverse it), then paid_at + late
- *   window, so a duplicate payment is reported for refund.
+ *   REORG_SAFE_CONFIRMATIONS (a reorg could still reverse it).
  */
 export function watchUntil(invoice: Invoice): number | null {
   switch (invoice.status) {
     case 'pending':
       return null;
     case 'expired':
-      return hasMempoolPayment(invoice) ? null : lateWindowEnd(invoice);
     case 'cancelled':
-      return hasMempoolPayment(invoice) ? null : (invoice.cancelledAt ?? invoice.createdAt) + invoice.lateWindowMs;
+      return hasMempoolPayment(invoice) ? null : joinUntil(invoice);
     case 'paid':
     case 'late_paid': {
       const safeDepth = Math.max(invoice.confirmationsRequired, REORG_SAFE_CONFIRMATIONS);
       const shallow = invoice.payments.some((p) => isCounting(p) && p.confirmations < safeDepth);
-      return shallow ? null : (invoice.paidAt ?? invoice.createdAt) + invoice.lateWindowMs;
+      return shallow ? null : joinUntil(invoice);
     }
+  }
+}
+
+/**
+ * Until when a new payment may join the invoice (first seen before then): the
+ * window a running Till watches for new money, which watching a known
+ * payment longer does not stretch. A Till catching up after downtime uses it
+ * to take no more than a running one would have.
+ * - pending: to the end of the late window after expires_at, unless an on-time
+ *   payment still counts (the invoice waits for it, and its window starts later).
+ * - expired: to the end of the late window.
+ * - cancelled: cancelled_at + late window, so money sent anyway is reported for refund.
+ * - paid, late_paid: paid_at + late window, so a duplicate payment is reported for refund.
+ */
+export function joinUntil(invoice: Invoice): number | null {
+  switch (invoice.status) {
+    case 'pending':
+      return invoice.payments.some((p) => isCounting(p) && p.firstSeenAt < invoice.expiresAt) ? null : invoice.expiresAt + invoice.lateWindowMs;
+    case 'expired':
+      return lateWindowEnd(invoice);
+    case 'cancelled':
+      return (invoice.cancelledAt ?? invoice.createdAt) + invoice.lateWindowMs;
+    case 'paid':
+    case 'late_paid':
+      return (invoice.paidAt ?? invoice.createdAt) + invoice.lateWindowMs;
   }
 }
 

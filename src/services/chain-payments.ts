@@ -3,7 +3,7 @@ import type { UnspentOutput } from '../bitcoin/bitcoind.ts';
 import { WatchSet } from '../bitcoin/watch-set.ts';
 import type { StoredInvoice } from '../db/invoices.ts';
 import type { Payment } from '../domain/invoice.ts';
-import { transition, watchUntil } from '../domain/invoice-state.ts';
+import { joinUntil, transition, watchUntil } from '../domain/invoice-state.ts';
 import { isSimulatedPayment } from '../domain/synthetic-payment.ts';
 import type { Context } from './context.ts';
 import { saveTransition } from './invoices.ts';
@@ -64,15 +64,15 @@ export function matchOutputs(ctx: Context, watch: WatchSet, tx: Transaction): Ou
 }
 
 /**
- * The payments with p added or updated. A new outpoint joins only if the
- * invoice was still watched when it was first seen: a running Till stops
- * watching at `watchUntil`, and one catching up after downtime must not find
- * more than it would have (the same list when it does not join).
+ * The payments with p added or updated. A new outpoint joins only if it was
+ * first seen before the invoice's `joinUntil`: a Till catching up after
+ * downtime must not take more than a running one would have (the same list
+ * when it does not join).
  */
 function withPayment(inv: StoredInvoice, payments: Payment[], p: Payment): Payment[] {
   const i = payments.findIndex((x) => x.txid === p.txid && x.vout === p.vout);
   if (i < 0) {
-    const until = watchUntil(inv);
+    const until = joinUntil(inv);
     return until === null || p.firstSeenAt < until ? [...payments, p] : payments;
   }
   const next = [...payments];

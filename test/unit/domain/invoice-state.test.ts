@@ -6,6 +6,7 @@ import type { Invoice, InvoiceStatus, Payment } from '../../../src/domain/invoic
 import {
   isFullyExpired,
   transition,
+  joinUntil,
   watchUntil,
   type Fact,
   type Transition,
@@ -577,5 +578,21 @@ describe('watchUntil', () => {
   ];
   for (const [name, invoice, expected] of valid) {
     test(name, () => assert.equal(watchUntil(invoice), expected));
+  }
+});
+
+describe('joinUntil', () => {
+  const valid: Array<[string, Invoice, number | null]> = [
+    ['pending: to the end of the late window after expiry', PENDING, EXPIRES + LATE_WINDOW],
+    ['pending with a late payment in the mempool: the same', { ...PENDING, payments: [mempool('a', AMOUNT, EXPIRES + MINUTE)] }, EXPIRES + LATE_WINDOW],
+    ['pending with an on-time payment still counting: open-ended (it waits for it)', { ...PENDING, payments: [mempool('a', AMOUNT, T0 + MINUTE)] }, null],
+    ['pending with an on-time payment replaced: to the end of the late window after expiry', { ...PENDING, payments: [replaced('a', AMOUNT, T0 + MINUTE)] }, EXPIRES + LATE_WINDOW],
+    ['expired with a payment still in the mempool: the end of the late window all the same', { ...EXPIRED, payments: [mempool('a', AMOUNT, EXPIRES + LATE_WINDOW - MINUTE)] }, EXPIRES + LATE_WINDOW],
+    ['cancelled with a payment still in the mempool: a late window after cancelling', { ...CANCELLED, payments: [mempool('a', AMOUNT, T0 + 6 * MINUTE)] }, T0 + 5 * MINUTE + LATE_WINDOW],
+    ['paid with a shallow payment: a late window after paying', PAID, T0 + 10 * MINUTE + LATE_WINDOW],
+    ['late_paid', LATE_PAID, EXPIRES + DAY + LATE_WINDOW],
+  ];
+  for (const [name, invoice, expected] of valid) {
+    test(name, () => assert.equal(joinUntil(invoice), expected));
   }
 });
