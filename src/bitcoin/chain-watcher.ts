@@ -14,7 +14,8 @@ import { ZmqFeed } from './zmq-feed.ts';
 // ZMQ is the wake-up, JSON-RPC the truth. Every notification, sequence gap,
 // reconnect, restart and a 30 s timer leads to the same re-sync: from the last
 // processed block to the node's tip over RPC (rolling back to the fork point
-// first), then the mempool. All chain work runs one piece at a time.
+// first), then the mempool check. A full re-sync (start, gap, reconnect) reads
+// the whole mempool before the blocks. All chain work runs one piece at a time.
 
 export interface ChainHealth {
   status: 'connecting' | 'syncing' | 'synced' | 'disconnected' | 'fatal';
@@ -167,6 +168,9 @@ export class ChainWatcher {
       this.#health = { ...this.#health, status: 'syncing', error: null, initial_block_download: info.initialBlockDownload, pruned: info.pruned };
       if (!this.#watch) this.#buildWatchSet();
       await this.#startFeed();
+      // Before the blocks: an on-time payment still unmined makes an invoice wait, so the
+      // blocks mined while Till was away must not be judged without it (a late one in them would expire it).
+      if (full) await this.#scanMempool();
       // Cut short (the chain moved under it): the queued re-sync finishes the work; until then Till has not caught up.
       if (!(await this.#catchUpBlocks(info.blocks))) {
         this.#ctx.chain.caughtUp = false;
@@ -174,8 +178,7 @@ export class ChainWatcher {
       }
       // Only now: the blocks just read may pay invoices whose watch ended since the last prune.
       this.#pruneWatchSet();
-      if (full) await this.#scanMempool();
-      else await this.#checkTrackedMempool();
+      await this.#checkTrackedMempool();
       this.#ctx.chain.caughtUp = true;
       this.#ctx.chain.tipHeight = this.#ctx.repos.chainBlocks.tip()?.height ?? info.blocks;
       this.#health = { ...this.#health, status: 'synced', tip_height: this.#ctx.chain.tipHeight, last_sync_at: new Date(this.#ctx.clock.now()).toISOString(), syncs: this.#health.syncs + 1 };
@@ -297,8 +300,8 @@ export class ChainWatcher {
   }
 
   /** The chain moved under the sync: a re-sync is queued to start over from the fork point, keeping a full one asked for meanwhile. */
-  #startOver(full = false): void {
-    this.#again = { full: full || (this.#again?.full ?? false) };
+  #startOver(): void {
+    this.#again = { full: this.#again?.full ?? false };
   }
 
   /**
@@ -378,11 +381,14 @@ export class ChainWatcher {
     return scannedBlockFacts(ctx, this.#watch!, headers, unspents);
   }
 
-  /** Full mempool pass after a start, a gap or a reconnect: anything missed is found, anything gone is marked. */
+  /**
+   * Full mempool pass after a start, a gap or a reconnect: anything missed is
+   * found. What is gone is marked by the tracked check after the blocks (a
+   * payment missing from the mempool now may be in one of them).
+   */
   async #scanMempool(): Promise<void> {
     const { bitcoind } = this.#o;
     const times = await bitcoind.getRawMempoolTimes();
-    if (await this.#mayReconcile(trackedMempoolTxids(this.#ctx), times, true)) this.#publish(reconcileMempool(this.#ctx, (txid) => times.has(txid)));
     const txids = [...times.keys()];
     for (let i = 0; i < txids.length && this.#running; i += MEMPOOL_FETCH_BATCH) {
       for (const tx of await bitcoind.getRawTransactions(txids.slice(i, i + MEMPOOL_FETCH_BATCH))) {
@@ -391,25 +397,25 @@ export class ChainWatcher {
     }
   }
 
-  /** After a block or an R notification: are the unconfirmed payments Till tracks still in the mempool? */
+  /** After the blocks of every re-sync: are the unconfirmed payments Till tracks still in the mempool? */
   async #checkTrackedMempool(): Promise<void> {
     const tracked = trackedMempoolTxids(this.#ctx);
     if (tracked.length === 0) return;
     const present = await this.#o.bitcoind.inMempool(tracked);
-    if (await this.#mayReconcile(tracked, present, false)) this.#publish(reconcileMempool(this.#ctx, (txid) => present.has(txid)));
+    if (await this.#mayReconcile(tracked, present)) this.#publish(reconcileMempool(this.#ctx, (txid) => present.has(txid)));
   }
 
   /**
    * Whether the tracked payments missing from the mempool answer just read may be marked
    * replaced: only if the node's best block is still the one Till read up to,
-   * so that none of them was mined since. Otherwise a re-sync (of the same
-   * kind) is queued, which reads the new blocks first.
+   * so that none of them was mined since. Otherwise a re-sync is queued, which
+   * reads the new blocks first.
    */
-  async #mayReconcile(tracked: string[], inMempool: { has(txid: string): boolean }, full: boolean): Promise<boolean> {
+  async #mayReconcile(tracked: string[], inMempool: { has(txid: string): boolean }): Promise<boolean> {
     if (tracked.every((txid) => inMempool.has(txid))) return false;
     const { bestBlockHash } = await this.#o.bitcoind.getChainInfo();
     if (bestBlockHash === this.#ctx.repos.chainBlocks.tip()?.hash) return true;
-    this.#startOver(full);
+    this.#startOver();
     return false;
   }
 }

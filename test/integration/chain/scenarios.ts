@@ -376,6 +376,28 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     });
   }
 
+  onFake('Till down: an on-time payment still in the mempool and a late one mined: the invoice waits for the on-time one, paid, never expired', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
+    await f.till.rt.stop();
+    f.till.clock.advance(60_000);
+    const onTime = await f.node.pay(inv.address, 50_000);
+    f.till.clock.advance(DAY);
+    const late = await f.node.pay(inv.address, 50_000);
+    // Only the late payment is mined while Till is down (the on-time one waits in the mempool, as a low fee would).
+    await fakeOnly(f).mine(1, { include: [late] });
+    const rt2 = restartTill(t, f);
+    rt2.chain!.start();
+    await rt2.chain!.idle();
+    const caughtUp = rt2.ctx.repos.invoices.get(inv.id)!;
+    assert.equal(caughtUp.status, 'pending', 'a running Till would be waiting for the on-time payment');
+    assert.deepEqual(caughtUp.payments.map((p) => [p.txid, p.status]).sort(), [[onTime, 'mempool'], [late, 'confirmed']].sort());
+    await fakeOnly(f).mine(1, { include: [onTime] });
+    await rt2.chain!.requestSync(false, 'test');
+    assert.equal(rt2.ctx.repos.invoices.get(inv.id)!.status, 'paid');
+    assert.deepEqual(rt2.ctx.repos.events.listForInvoice(inv.id).map((e) => e.type), ['invoice.created', 'invoice.payment_detected', 'invoice.payment_detected', 'invoice.paid']);
+  });
+
   test('Till down from before expiry to past the late window: a payment mined only after the window is not recorded', async (t) => {
     const f = await startChainFixture(t, makeNode);
     const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
