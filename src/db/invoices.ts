@@ -271,9 +271,9 @@ export function createInvoicesRepo(db: Db) {
     touch(id: string, watchUntil: number | null): void {
       touch.run(watchUntil ?? WATCH_WHILE_NEEDED, id);
     },
-    /** Confirmation counts of payments mined in the last `depth` blocks, as of `tip`. */
-    refreshConfirmations(tip: number, depth: number): void {
-      refreshConfirmations.run(tip, tip - depth + 1);
+    /** Confirmation counts, as of `tip`, of payments mined from `fromHeight` up. */
+    refreshConfirmations(tip: number, fromHeight: number): void {
+      refreshConfirmations.run(tip, fromHeight);
     },
     /** Writes a new invoice; returns its rowid. */
     insert(inv: Omit<StoredInvoice, 'rowid'>): number {

@@ -28,9 +28,9 @@ export function recordBlockSeen(ctx: Context, block: { height: number; hash: str
   writeChainChange(ctx, () => ctx.repos.chainBlocks.insert(block, ctx.clock.now()));
 }
 
-/** Confirmation counts are kept current for payments this many blocks deep. */
+/** Confirmation counts are kept current for payments this many blocks deep (below the block a change starts at). */
 export const CONFIRMATION_TRACKING_DEPTH = 1000;
-/** Invoices with payments this close to the tip are re-evaluated on every block. */
+/** Invoices with payments this close to the tip (below the block a change starts at) are re-evaluated on every change. */
 const STATE_DEPTH = 7;
 const BLOCKS_KEPT = 1000;
 
@@ -210,18 +210,55 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
       }
     }
     ctx.repos.chainBlocks.pruneBelow(tip - BLOCKS_KEPT);
+    // Depths are taken from the change's first block, not its tip: a change of many blocks (a pruned
+    // stretch, a reorg) moves payments from below the tip's reach past their thresholds too.
+    const base = change.connected[0]?.height ?? tip + 1;
+    const countedFrom = base - CONFIRMATION_TRACKING_DEPTH + 1;
     // Counts first, so every evaluation below sees the payments at the new tip's depth.
-    ctx.repos.invoices.refreshConfirmations(tip, CONFIRMATION_TRACKING_DEPTH);
+    ctx.repos.invoices.refreshConfirmations(tip, countedFrom);
     // Invoices with recent payments may cross their confirmation threshold now.
-    for (const inv of ctx.repos.invoices.listWithPaymentsFromHeight(tip - STATE_DEPTH + 1)) take(inv.id, () => inv);
-    const heldAt = change.connected.at(-1)?.time ?? now;
-    return [...touched.values()].map(({ before, payments }) => applyPayments(ctx, before, countedAt(payments, tip), now, heldAt));
+    for (const inv of ctx.repos.invoices.listWithPaymentsFromHeight(base - STATE_DEPTH + 1)) take(inv.id, () => inv);
+    const lastTime = change.connected.at(-1)?.time ?? now;
+    return [...touched.values()].map(({ before, payments }) => {
+      const counted = countedAt(payments, tip, countedFrom);
+      // Judged at a block's time only while catching up (applyPayments): spare a running Till the search.
+      const heldAt = ctx.chain.caughtUp ? lastTime : settlingBlockTime(before, counted, change.connected, tip, now) ?? lastTime;
+      return applyPayments(ctx, before, counted, now, heldAt);
+    });
   });
 }
 
-/** The payments with their confirmation counts at `tip`, as refreshConfirmations sets them; the same array if none moved. */
-function countedAt(payments: Payment[], tip: number): Payment[] {
-  const depth = (p: Payment) => (p.status === 'confirmed' && p.blockHeight !== null && p.blockHeight > tip - CONFIRMATION_TRACKING_DEPTH ? tip - p.blockHeight + 1 : p.confirmations);
+/**
+ * The time of the first of `blocks` at which the payments, as that block left
+ * them, settle the invoice (paid, expired, late_paid); null if none does. A
+ * change of many blocks (a pruned stretch, a reorg's new branch) is judged
+ * for each invoice at that block, as reading them one by one would have: a
+ * late payment mined on day 1 of the window is late_paid, and paid_at is the
+ * time of the block that paid, not of the change's last one. Only the blocks
+ * where the invoice's payments were mined or reached their confirmations
+ * can settle it.
+ */
+function settlingBlockTime(before: StoredInvoice, payments: Payment[], blocks: readonly BlockHeader[], tip: number, now: number): number | null {
+  const timeAt = new Map(blocks.map((b) => [b.height, b.time]));
+  const known = new Set(before.payments.map((p) => `${p.txid}:${p.vout}`));
+  const needed = Math.max(before.confirmationsRequired, 1);
+  const heights = new Set(payments.flatMap((p) => (p.blockHeight === null ? [] : [p.blockHeight, p.blockHeight + needed - 1])));
+  for (const height of [...heights].filter((h) => timeAt.has(h)).sort((a, b) => a - b)) {
+    // The payments as of `height`: mined above it, a known one was in the mempool, a new one not seen yet.
+    const asOf = payments.flatMap((p): Payment[] => {
+      if (p.blockHeight === null) return [p];
+      if (p.blockHeight <= height) return [{ ...p, confirmations: p.confirmations - (tip - height) }];
+      return known.has(`${p.txid}:${p.vout}`) ? [{ ...p, status: 'mempool', confirmations: 0, blockHeight: null, blockHash: null }] : [];
+    });
+    const heldAt = timeAt.get(height)!;
+    if (transition(before, { kind: 'payments', payments: asOf, catchingUp: true, heldAt }, now).invoice.status !== before.status) return heldAt;
+  }
+  return null;
+}
+
+/** The payments with their confirmation counts at `tip`, as refreshConfirmations sets them (mined from `fromHeight` up); the same array if none moved. */
+function countedAt(payments: Payment[], tip: number, fromHeight: number): Payment[] {
+  const depth = (p: Payment) => (p.status === 'confirmed' && p.blockHeight !== null && p.blockHeight >= fromHeight ? tip - p.blockHeight + 1 : p.confirmations);
   return payments.every((p) => depth(p) === p.confirmations) ? payments : payments.map((p) => ({ ...p, confirmations: depth(p) }));
 }
 

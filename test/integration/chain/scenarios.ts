@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import { ManualClock } from '../../../src/clock.ts';
 import { expireDueInvoices } from '../../../src/services/invoices.ts';
 import { addXpub } from '../../../src/services/xpubs.ts';
 import { failSyncDuring } from '../../helpers/held-sync.ts';
 import { call, startTestTill } from '../../helpers/till-server.ts';
-import { createInvoice, eventTypes, getInvoice, listInvoices, mineAndSync, nodeEnv, restartTill, startChainFixture, startWatching, synced, waitFor, type NodeFactory } from './helpers.ts';
+import { createInvoice, eventTypes, getInvoice, listInvoices, mineAndSync, nodeEnv, restartTill, startChainFixture, startWatching, synced, waitFor, type ChainFixture, type NodeFactory } from './helpers.ts';
 
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
@@ -510,6 +510,70 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.equal(stored.status, 'paid');
     assert.match(String((till2.rt.health().chain as any).pruned_fallback), /pruned/);
   });
+
+  // 10 blocks: more than Till re-evaluates after each block (7); 1,010: more than it keeps counting confirmations for (1,000).
+  for (const down of [10, 1010]) {
+    onFake(`a pruned node, Till down for ${down} blocks: a payment short of its confirmations when Till stopped pays the invoice on start`, async (t) => {
+      const f = await startChainFixture(t, makeNode, { confirmations: 3 });
+      const inv = await createInvoice(f);
+      await f.node.pay(inv.address, 50_000);
+      await mineAndSync(f);
+      assert.equal((await getInvoice(f, inv.id)).status, 'pending');
+      await f.till.rt.chain!.stop();
+      for (let left = down; left > 0; left -= 1000) await f.node.mine(Math.min(left, 1000));
+      fakeOnly(f).pruneBelow((await f.node.tip()).height);
+      const till2 = await startTestTill(t, { clock: f.till.clock, env: { TILL_DATA_DIR: f.till.config.dataDir, ...nodeEnv(f.node) } });
+      await startWatching(till2, f.node);
+      const stored = till2.rt.ctx.repos.invoices.get(inv.id)!;
+      assert.equal(stored.payments[0]!.confirmations, down + 1);
+      assert.equal(stored.status, 'paid');
+    });
+  }
+
+  // Both read the blocks mined while Till was down as one change: each invoice is judged at the block that settled it.
+  for (const how of ['a pruned node', 'a reorg of the last block Till read'] as const) {
+    const restartAfter = async (t: TestContext, f: ChainFixture, whileDown: () => Promise<void>) => {
+      await f.till.rt.stop();
+      if (how !== 'a pruned node') await f.node.reorg(1, {});
+      await whileDown();
+      if (how === 'a pruned node') fakeOnly(f).pruneBelow((await f.node.tip()).height);
+      const rt2 = restartTill(t, f);
+      rt2.chain!.start();
+      await rt2.chain!.idle();
+      return rt2;
+    };
+
+    onFake(`${how}, Till down to past the late window: a late payment confirmed on day 1 of the window is late_paid`, async (t) => {
+      const f = await startChainFixture(t, makeNode);
+      const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
+      const rt2 = await restartAfter(t, f, async () => {
+        f.till.clock.advance(DAY);
+        await f.node.pay(inv.address, 50_000);
+        await f.node.mine(1);
+        f.till.clock.advance(7 * DAY);
+        await f.node.mine(1);
+      });
+      const stored = rt2.ctx.repos.invoices.get(inv.id)!;
+      assert.equal(stored.status, 'late_paid');
+      assert.equal(stored.payments.length, 1);
+    });
+
+    onFake(`${how}, Till down for two days: an on-time payment's paid_at is its block's time`, async (t) => {
+      const f = await startChainFixture(t, makeNode);
+      const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 30 });
+      const rt2 = await restartAfter(t, f, async () => {
+        f.till.clock.advance(60_000);
+        await f.node.pay(inv.address, 50_000);
+        await f.node.mine(1);
+        f.till.clock.advance(2 * DAY);
+        await f.node.mine(1);
+      });
+      const stored = rt2.ctx.repos.invoices.get(inv.id)!;
+      assert.equal(stored.status, 'paid');
+      // Found in its block, the payment is dated at the block's time.
+      assert.equal(stored.paidAt, stored.payments[0]!.firstSeenAt);
+    });
+  }
 
   onFake('a reorg while Till was down whose new branch is pruned on the node: the payment mined again stays confirmed, no payment_reversed', async (t) => {
     const f = await startChainFixture(t, makeNode);
