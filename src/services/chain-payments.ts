@@ -221,8 +221,10 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
     const lastTime = change.connected.at(-1)?.time ?? now;
     return [...touched.values()].map(({ before, payments }) => {
       const counted = countedAt(payments, tip, countedFrom);
-      // Judged at a block's time only while catching up (applyPayments): spare a running Till the search.
-      const heldAt = ctx.chain.caughtUp ? lastTime : settlingBlockTime(before, counted, change.connected, tip, now) ?? lastTime;
+      // Judged at a block's time only while catching up (applyPayments), and only a pending or expired
+      // invoice can settle: spare the rest the search (with one block, there is nothing to search).
+      const search = !ctx.chain.caughtUp && change.connected.length > 1 && (before.status === 'pending' || before.status === 'expired');
+      const heldAt = (search ? settlingBlockTime(before, counted, change.connected, tip, now) : null) ?? lastTime;
       return applyPayments(ctx, before, counted, now, heldAt);
     });
   });
