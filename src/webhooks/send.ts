@@ -16,7 +16,7 @@ export interface SendRequest {
 export interface SendResult {
   /** The receiver's status code, when a status line arrived in time. */
   status?: number;
-  /** First 4 KiB of the response body. */
+  /** First 4 KiB of the response body (the whole characters in it). */
   responseBody: string | null;
   error?: string;
   /** The deadline passed (before the status line, or while the body was still coming). */
@@ -49,11 +49,14 @@ let loading: Promise<Undici> | null = null;
 
 // Connections are kept alive between attempts to the same receiver; every new
 // socket goes through the guarded lookup, so the address check still applies.
+// No cap on connections per origin: the delivery worker bounds the attempts in
+// flight, and an attempt queued here for a socket of ours would spend its
+// deadline waiting (several endpoints on one host), then count as a timeout.
 const agents = new Map<boolean, Agent>();
 function agentFor(allowPrivate: boolean): Agent {
   let agent = agents.get(allowPrivate);
   if (!agent) {
-    agent = new undici!.Agent({ connections: 32, keepAliveTimeout: 30_000, connect: { lookup: guardedLookup(allowPrivate) } });
+    agent = new undici!.Agent({ keepAliveTimeout: 30_000, connect: { lookup: guardedLookup(allowPrivate) } });
     agents.set(allowPrivate, agent);
   }
   return agent;
@@ -90,7 +93,8 @@ export function sendWebhook(req: SendRequest): Promise<SendResult> {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      const responseBody = status === undefined && chunks.length === 0 ? null : Buffer.concat(chunks).toString('utf8');
+      // Streaming decode: a character cut in two at the 4 KiB limit is left out, not turned into U+FFFD.
+      const responseBody = status === undefined && chunks.length === 0 ? null : new TextDecoder().decode(Buffer.concat(chunks), { stream: true });
       resolve({ status, responseBody, error, timedOut, durationMs: Math.round(performance.now() - started) });
     };
     const timer = setTimeout(() => {

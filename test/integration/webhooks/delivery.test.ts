@@ -296,6 +296,30 @@ describe('webhook delivery', () => {
     assert.equal(f.till.rt.ctx.repos.webhookDeliveries.attempts(d!.id)[0]!.responseBody, 'a'.repeat(4096));
   });
 
+  test('a multi-byte character cut in two at 4 KiB is left out of the kept answer, not replaced by U+FFFD', async (t) => {
+    const f = await startWebhookFixture(t, { events: ['invoice.created'] });
+    f.receiver.respondWith(answer.status(200, '€'.repeat(2000))); // 3 bytes each: byte 4096 falls inside one
+    await createInvoice(f);
+    await f.till.rt.webhooks.runOnce();
+    const stored = f.till.rt.ctx.repos.webhookDeliveries.get(deliveriesOf(f.till)[0]!.id)!;
+    assert.equal(stored.responseBody, '€'.repeat(1365));
+  });
+
+  test('three endpoints on one host, 16 attempts in flight to each: every attempt answered in time is a success, none waits for a socket', async (t) => {
+    const f = await startWebhookFixture(t, { events: ['invoice.created'], webhookTimeoutMs: 1000 });
+    for (const path of ['/second', '/third']) {
+      const res = await call(f.till, 'POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: { url: `${f.receiver.url}${path}`, enabled_events: ['invoice.created'] } });
+      assert.equal(res.status, 201, res.text);
+    }
+    // Each answer takes 600 ms of the 1,000 ms deadline: one queued behind another would miss it.
+    f.receiver.respondWith(() => answer.slowBody({ status: 200, chunk: 'ok', chunks: 1, intervalMs: 600 }));
+    for (let i = 0; i < 16; i++) await createInvoice(f);
+    await f.till.rt.webhooks.runOnce();
+    const deliveries = deliveriesOf(f.till);
+    assert.equal(deliveries.length, 48);
+    assert.deepEqual(deliveries.filter((d) => d.status !== 'success').map((d) => d.status), []);
+  });
+
   for (const status of [200, 201, 204]) {
     test(`a ${status} is success`, async (t) => {
       const f = await startWebhookFixture(t, { events: ['invoice.created'] });
