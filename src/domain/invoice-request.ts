@@ -1,5 +1,6 @@
 import { ApiError, invalidField, unknownName } from './errors.ts';
 import { MAX_SATS, parseUsdAmount } from './money.ts';
+import { parseReceiverUrl } from './receiver-url.ts';
 
 // The body of POST /v1/invoices (spec 2.1), checked field by field. Unknown
 // fields are refused (as Stripe does): a typo such as "amount_sat" must not
@@ -7,7 +8,6 @@ import { MAX_SATS, parseUsdAmount } from './money.ts';
 
 export const METADATA_LIMITS = { maxKeys: 50, maxKeyLength: 40, maxValueLength: 255 } as const;
 export const EXPIRES_IN_MINUTES = { min: 5, max: 120 } as const;
-export const CALLBACK_URL_MAX_LENGTH = 2048;
 
 const FIELDS = new Set(['amount', 'currency', 'amount_sats', 'expires_in_minutes', 'callback_url', 'metadata']);
 
@@ -68,17 +68,7 @@ function parseExpiresIn(v: unknown): number | undefined {
 }
 
 function parseCallbackUrl(v: unknown): string | undefined {
-  if (v === undefined || v === null) return undefined;
-  const bad = () => invalidField('callback_url', 'callback_url must be an absolute http(s) URL');
-  if (typeof v !== 'string' || v.length > CALLBACK_URL_MAX_LENGTH) throw bad();
-  let url: URL;
-  try {
-    url = new URL(v);
-  } catch {
-    throw bad();
-  }
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || !url.hostname) throw bad();
-  return url.toString();
+  return v === undefined || v === null ? undefined : parseReceiverUrl('callback_url', v);
 }
 
 function parseMetadata(v: unknown): Record<string, string> {

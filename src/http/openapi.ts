@@ -1,7 +1,8 @@
 import { ERROR_STATUS, type ErrorCode } from '../domain/errors.ts';
 import { EVENT_TYPES } from '../domain/event-types.ts';
 import { INVOICE_STATUSES, PAYMENT_STATUSES } from '../domain/invoice.ts';
-import { CALLBACK_URL_MAX_LENGTH, EXPIRES_IN_MINUTES, METADATA_LIMITS } from '../domain/invoice-request.ts';
+import { EXPIRES_IN_MINUTES, METADATA_LIMITS } from '../domain/invoice-request.ts';
+import { RECEIVER_URL_MAX_LENGTH } from '../domain/receiver-url.ts';
 import { MAX_SATS, USD_AMOUNT } from '../domain/money.ts';
 import { DESCRIPTION_MAX } from '../services/webhooks.ts';
 import { SIMULATED_EVENTS } from '../domain/simulate.ts';
@@ -96,7 +97,7 @@ const schemas = {
       amount: { oneOf: [{ type: 'string', pattern: USD_AMOUNT.source }, { type: 'number' }] },
       currency: { type: 'string', enum: ['USD'], description: 'USD (Till also takes its letters in any case)' },
       expires_in_minutes: { type: 'integer', minimum: EXPIRES_IN_MINUTES.min, maximum: EXPIRES_IN_MINUTES.max },
-      callback_url: { type: 'string', format: 'uri', maxLength: CALLBACK_URL_MAX_LENGTH },
+      callback_url: { type: 'string', format: 'uri', maxLength: RECEIVER_URL_MAX_LENGTH },
       metadata: {
         type: 'object',
         maxProperties: METADATA_LIMITS.maxKeys,
@@ -154,7 +155,7 @@ const invoiceId = idParam('id', 'invoice id (inv_…)');
 const storeId = idParam('id', "the API key's own store (sto_…)");
 const endpointId = idParam('wid', 'webhook endpoint id (we_…)');
 const endpointFields = {
-  url: { type: 'string', format: 'uri' },
+  url: { type: 'string', format: 'uri', maxLength: RECEIVER_URL_MAX_LENGTH },
   description: { type: 'string', maxLength: DESCRIPTION_MAX },
   enabled_events: { type: 'array', minItems: 1, items: { type: 'string', enum: ['*', ...EVENT_TYPES] } },
 };

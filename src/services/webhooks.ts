@@ -6,13 +6,13 @@ import { ApiError, invalidField, unknownName } from '../domain/errors.ts';
 import { EVENT_TYPES, WEBHOOK_TEST_EVENT_TYPE } from '../domain/event-types.ts';
 import type { Invoice } from '../domain/invoice.ts';
 import { invoiceView } from '../domain/invoice-view.ts';
+import { parseReceiverUrl } from '../domain/receiver-url.ts';
 import { newId } from '../ids.ts';
 import { generateWebhookSecret, PREVIOUS_SECRET_VALIDITY_MS } from '../webhooks/secrets.ts';
 import type { Context } from './context.ts';
 import { getStore } from './stores.ts';
 
 export const MAX_ENDPOINTS_PER_STORE = 16;
-const URL_MAX = 2048;
 export const DESCRIPTION_MAX = 255;
 
 export interface EndpointInput {
@@ -20,18 +20,6 @@ export interface EndpointInput {
   description?: unknown;
   enabled_events?: unknown;
   enabled?: unknown;
-}
-
-function parseUrl(v: unknown): string {
-  const bad = () => invalidField('url', 'url must be an absolute http(s) URL of at most 2048 characters');
-  if (typeof v !== 'string' || v.length > URL_MAX) throw bad();
-  try {
-    const u = new URL(v);
-    if ((u.protocol !== 'http:' && u.protocol !== 'https:') || !u.hostname) throw bad();
-    return u.toString();
-  } catch {
-    throw bad();
-  }
 }
 
 function parseEvents(v: unknown): string[] {
@@ -63,7 +51,7 @@ function liveStore(ctx: Context, storeId: string) {
 /** A new endpoint; its secret is returned in clear this once. */
 export function createEndpoint(ctx: Context, storeId: string, input: EndpointInput): { endpoint: EndpointRecord; secret: string } {
   rejectUnknown(input, ['url', 'description', 'enabled_events']);
-  const url = parseUrl(input.url);
+  const url = parseReceiverUrl('url', input.url);
   const description = parseDescription(input.description);
   const enabledEvents = input.enabled_events === undefined ? ['*'] : parseEvents(input.enabled_events);
   const secret = generateWebhookSecret();
@@ -107,7 +95,7 @@ export function updateEndpoint(ctx: Context, storeId: string, id: string, input:
     const e = getEndpoint(ctx, storeId, id);
     const next: EndpointRecord = {
       ...e,
-      url: input.url === undefined ? e.url : parseUrl(input.url),
+      url: input.url === undefined ? e.url : parseReceiverUrl('url', input.url),
       description: input.description === undefined ? e.description : parseDescription(input.description),
       enabledEvents: input.enabled_events === undefined ? e.enabledEvents : parseEvents(input.enabled_events),
       enabled: input.enabled === undefined ? e.enabled : (input.enabled as boolean),

@@ -65,6 +65,8 @@ const invalid: Invalid[] = [
   { name: 'callback_url ftp', body: { amount_sats: 1, callback_url: 'ftp://shop.example/x' }, status: 400, code: 'validation_error', param: 'callback_url' },
   { name: 'callback_url javascript:', body: { amount_sats: 1, callback_url: 'javascript:alert(1)' }, status: 400, code: 'validation_error', param: 'callback_url' },
   { name: 'callback_url a number', body: { amount_sats: 1, callback_url: 42 }, status: 400, code: 'validation_error', param: 'callback_url' },
+  { name: 'callback_url with a password', body: { amount_sats: 1, callback_url: 'https://shop:secret@shop.example/hook' }, status: 400, code: 'validation_error', param: 'callback_url' },
+  { name: 'callback_url with a user name', body: { amount_sats: 1, callback_url: 'https://shop@shop.example/hook' }, status: 400, code: 'validation_error', param: 'callback_url' },
   { name: 'metadata value of 256 characters', body: { amount_sats: 1, metadata: { order: 'o'.repeat(256) } }, status: 400, code: 'validation_error', param: 'metadata[order]' },
   { name: 'metadata a string', body: { amount_sats: 1, metadata: 'order=1' }, status: 400, code: 'validation_error', param: 'metadata' },
   { name: 'metadata an array', body: { amount_sats: 1, metadata: ['order'] }, status: 400, code: 'validation_error', param: 'metadata' },

@@ -62,6 +62,8 @@ for (const transport of TRANSPORTS) {
         ['POST', `/v1/stores/${other.storeId}/webhooks/${f.endpointId}/test`, { key: other.key }, 404, 'not_found'],
         ['GET', `/v1/stores/${f.store.storeId}/webhooks`, {}, 401, 'api_key_invalid'],
         ['POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: { url: 'ftp://x' } }, 400, 'validation_error'],
+        ['POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: { url: 'https://user:pass@x.example/hook' } }, 400, 'validation_error'],
+        ['POST', `/v1/stores/${f.store.storeId}/webhooks/${f.endpointId}`, { key: f.store.key, body: { url: 'https://user:pass@x.example/hook' } }, 400, 'validation_error'],
         ['POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: {} }, 400, 'validation_error'],
         ['POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: { url: 'https://x.example', enabled_events: ['invoice.nope'] } }, 400, 'validation_error'],
         ['POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: { url: 'https://x.example', enabled_events: [] } }, 400, 'validation_error'],
