@@ -60,7 +60,7 @@ export const SENDING_SECRETS_TTL_MS = 1000;
 export type WebhookEndpointsRepo = ReturnType<typeof createWebhookEndpointsRepo>;
 
 export function createWebhookEndpointsRepo(db: Db) {
-  const byId = db.prepare<[string], Row>('SELECT * FROM webhook_endpoints WHERE id = ? AND deleted_at IS NULL');
+  const byId = db.prepare<[string], Row>('SELECT * FROM webhook_endpoints WHERE id = ?');
   // Sorted here, not by SQLite: every recorded event reads its store's endpoints,
   // and ORDER BY doubled the cost of that read (~8 µs against ~4) for a handful of rows.
   const byStore = db.prepare<[string], Row>('SELECT * FROM webhook_endpoints WHERE store_id = ? AND deleted_at IS NULL');
@@ -85,6 +85,7 @@ export function createWebhookEndpointsRepo(db: Db) {
     'UPDATE stores SET callback_secret = ?, callback_secret_previous = ?, callback_secret_previous_expires_at = ? WHERE id = ?',
   );
   return {
+    /** A deleted endpoint too (deletedAt set): the API answers it 410 gone. */
     get(id: string): EndpointRecord | null {
       const row = byId.get(id);
       return row ? toRecord(row) : null;

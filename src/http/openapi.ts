@@ -237,21 +237,21 @@ export const OPENAPI_DOCUMENT = {
       },
     },
     '/v1/stores/{id}/webhooks/{wid}': {
-      get: { summary: 'Fetch an endpoint', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'the endpoint', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...NO_QUERY) } },
+      get: { summary: 'Fetch an endpoint', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'the endpoint', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...NO_QUERY, 'gone') } },
       post: {
         summary: 'Update an endpoint (url, description, enabled_events, enabled); deliveries not yet successful follow a new url',
         security: bearer,
         parameters: [storeId, endpointId],
         requestBody: { required: true, ...json({ type: 'object', additionalProperties: false, properties: { ...endpointFields, enabled: { type: 'boolean' } } }) },
-        responses: { '200': { description: 'updated', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...BODY) },
+        responses: { '200': { description: 'updated', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...BODY, 'gone') },
       },
-      delete: { summary: 'Delete an endpoint', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'deleted' }, ...errors(...AUTH, ...NO_QUERY) } },
+      delete: { summary: 'Delete an endpoint', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'deleted' }, ...errors(...AUTH, ...NO_QUERY, 'gone') } },
     },
     '/v1/stores/{id}/webhooks/{wid}/rotate-secret': {
-      post: { summary: 'New signing secret; the previous one stays valid 24 h', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'with the new secret', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...NO_QUERY) } },
+      post: { summary: 'New signing secret; the previous one stays valid 24 h', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'with the new secret', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...NO_QUERY, 'gone') } },
     },
     '/v1/stores/{id}/webhooks/{wid}/test': {
-      post: { summary: 'Send a synthetic webhook.test now; answered after the first attempt', security: bearer, parameters: [storeId, endpointId], responses: { '201': { description: 'the delivery', ...json(ref('WebhookDelivery')) }, ...errors(...AUTH, ...NO_QUERY) } },
+      post: { summary: 'Send a synthetic webhook.test now; answered after the first attempt', security: bearer, parameters: [storeId, endpointId], responses: { '201': { description: 'the delivery', ...json(ref('WebhookDelivery')) }, ...errors(...AUTH, ...NO_QUERY, 'gone') } },
     },
     '/v1/stores/{id}/callback-secret/rotate': {
       post: { summary: "Rotate the secret that signs deliveries to invoices' callback_url", security: bearer, parameters: [storeId], responses: { '200': { description: 'with the new secret' }, ...errors(...AUTH, ...NO_QUERY) } },

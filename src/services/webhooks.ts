@@ -85,6 +85,7 @@ export function listEndpoints(ctx: Context, storeId: string): EndpointRecord[] {
 export function getEndpoint(ctx: Context, storeId: string, id: string): EndpointRecord {
   const e = ctx.repos.webhookEndpoints.get(id);
   if (!e || e.storeId !== storeId) throw new ApiError('not_found', `no webhook endpoint ${id.slice(0, 64)}`);
+  if (e.deletedAt !== null) throw new ApiError('gone', `webhook endpoint ${id} was deleted at ${toIso(e.deletedAt)}; create a new one`);
   return e;
 }
 

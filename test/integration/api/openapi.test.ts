@@ -54,7 +54,7 @@ test('every error code documented with its status; every code the code can raise
   assert.deepEqual(missing, [], 'codes raised in src/ but not in the OpenAPI document');
   // Codes of the spec that Till never raises (billing, sessions, 2FA) are reserved, not documented per route.
   const reserved = Object.keys(ERROR_STATUS).filter((c) => !documented.has(c));
-  assert.deepEqual(reserved.sort(), ['auth_account_suspended', 'auth_email_not_verified', 'auth_totp_required', 'billing_overdue', 'gone'].sort());
+  assert.deepEqual(reserved.sort(), ['auth_account_suspended', 'auth_email_not_verified', 'auth_totp_required', 'billing_overdue'].sort());
 });
 
 test('the documented request schemas hold the server\'s bounds: a body the document allows is not refused as malformed', async (t) => {

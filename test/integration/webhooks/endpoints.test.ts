@@ -52,6 +52,15 @@ for (const transport of TRANSPORTS) {
       const del = await call(f.till, 'DELETE', `/v1/stores/${f.store.storeId}/webhooks/${f.endpointId}`, { key: f.store.key });
       assert.equal(del.status, 200);
       assert.equal((await call(f.till, 'GET', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key })).body.data.length, 0);
+      // Deleted on purpose: 410 gone (spec 7.2), for its own store only; another store still gets 404.
+      const path = `/v1/stores/${f.store.storeId}/webhooks/${f.endpointId}`;
+      for (const [method, sub, body] of [['GET', '', undefined], ['POST', '', { enabled: true }], ['DELETE', '', undefined], ['POST', '/rotate-secret', undefined], ['POST', '/test', undefined]] as const) {
+        const res = await call(f.till, method, path + sub, { key: f.store.key, body });
+        assert.equal(res.status, 410, `${method} ${sub}: ${res.text}`);
+        assert.equal(res.body.error.code, 'gone');
+      }
+      const other = setupStore(f.till);
+      assert.equal((await call(f.till, 'GET', `/v1/stores/${other.storeId}/webhooks/${f.endpointId}`, { key: other.key })).body.error.code, 'not_found');
     });
 
     test('another store, bad input and auth get the documented errors', async (t) => {
