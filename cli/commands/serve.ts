@@ -5,6 +5,7 @@ import { listen } from '../../src/http/server.ts';
 import { createRuntime } from '../../src/runtime.ts';
 import { seedDemo } from '../../src/services/demo.ts';
 import { configFrom } from '../context.ts';
+import { fail } from '../output.ts';
 
 export function serveCommand(): Command {
   return new Command('serve')
@@ -20,8 +21,16 @@ export function serveCommand(): Command {
       });
       // First: a second server on this data dir stops here, before binding anything.
       rt.start();
+      let server: Awaited<ReturnType<typeof listen>>;
+      try {
+        server = await listen(createApp(rt), config.host, config.port, { log: createRequestLog(rt.logger) });
+      } catch (err) {
+        // The lease goes with it: a retry on another port must not find "another till serve" running.
+        await rt.stop();
+        fail(`cannot listen on ${config.host}:${config.port}: ${(err as Error).message}; choose another port with --port or TILL_PORT`);
+      }
+      // Only once bound: the demo's API key is shown once, so it is made when it can be shown.
       const demo = this.opts().demo ? seedDemo(rt.ctx) : null;
-      const server = await listen(createApp(rt), config.host, config.port, { log: createRequestLog(rt.logger) });
       // With port 0 or no public URL, links point at the address actually bound.
       if (!config.publicUrl) rt.ctx.baseUrl = server.url;
       rt.logger.info({ url: server.url, network: config.network, data_dir: config.dataDir }, 'till listening');

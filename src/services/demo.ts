@@ -16,14 +16,13 @@ export const DEMO_XPUB = 'zpub6rFR7y4Q2AijBEqTUquhVz398htDFrtymD9xYYfG1m4wAcvPhX
  * secret (both shown once) or null when the data dir was already set up.
  */
 export function seedDemo(ctx: Context): { storeId: string; apiKey: string; callbackSecret: string } | null {
-  const seeded = inTransaction(ctx.db, () => {
-    if (ctx.repos.meta.get('demo_seeded') || ctx.repos.stores.list().length > 0) return true;
+  // One transaction: a crash half-way leaves no flag without its store, and no store without its key.
+  return inTransaction(ctx.db, () => {
+    if (ctx.repos.meta.get('demo_seeded') || ctx.repos.stores.list().length > 0) return null;
     ctx.repos.meta.set('demo_seeded', new Date(ctx.clock.now()).toISOString());
-    return false;
+    const { store, callbackSecret } = createStore(ctx, { name: 'Demo Store', mode: 'test' });
+    addXpub(ctx, { storeId: store.id, env: 'test', key: DEMO_XPUB });
+    const { key } = mintApiKey(ctx, store.id, 'test');
+    return { storeId: store.id, apiKey: key, callbackSecret };
   });
-  if (seeded) return null;
-  const { store, callbackSecret } = createStore(ctx, { name: 'Demo Store', mode: 'test' });
-  addXpub(ctx, { storeId: store.id, env: 'test', key: DEMO_XPUB });
-  const { key } = mintApiKey(ctx, store.id, 'test');
-  return { storeId: store.id, apiKey: key, callbackSecret };
 }

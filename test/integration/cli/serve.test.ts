@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { runTill } from '../../helpers/cli.ts';
@@ -72,4 +73,20 @@ test('a second serve on the same data dir refuses to start; the CLI still works 
   const list = await runTill(['--json', 'store', 'list'], { dataDir });
   assert.equal(list.code, 0, list.stderr);
   assert.equal(JSON.parse(list.stdout).length, 1);
+});
+
+test('a serve --demo whose port is taken says so, and a retry on a free port starts at once and shows the demo key', async (t) => {
+  const dataDir = tempDir(t);
+  const taken = createServer();
+  await new Promise<void>((r) => taken.listen(0, '127.0.0.1', () => r()));
+  t.after(() => taken.close());
+  const port = (taken.address() as AddressInfo).port;
+  const first = await runTill(['--port', String(port), 'serve', '--demo'], { dataDir, timeoutMs: 20_000 });
+  assert.equal(first.code, 1);
+  assert.match(first.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE.*--port`));
+  assert.doesNotMatch(first.stdout, /svc_test_/);
+  // The failed start released its lease (no "another till serve is running") and made no demo store it could not show.
+  const till = await startServe(dataDir);
+  t.after(() => till.stop());
+  assert.match(till.key, /^svc_test_/);
 });
