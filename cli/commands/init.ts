@@ -11,7 +11,7 @@ import { openDatabase } from '../../src/db/connection.ts';
 import { mintApiKey } from '../../src/services/api-keys.ts';
 import { createContext } from '../../src/services/context.ts';
 import { createStore } from '../../src/services/stores.ts';
-import { addXpub } from '../../src/services/xpubs.ts';
+import { addXpub, retireXpub } from '../../src/services/xpubs.ts';
 import { configFrom } from '../context.ts';
 import { emit } from '../output.ts';
 
@@ -44,6 +44,19 @@ function answer<T>(value: T): Exclude<T, symbol> {
   return value as Exclude<T, symbol>;
 }
 
+/** A prompt's check by the setting's own parser: init never writes a till.toml that Till then refuses. */
+function validAs(key: keyof Config): (value: string | undefined) => string | undefined {
+  const setting = SETTINGS.find((s) => s.key === key)!;
+  return (value) => {
+    try {
+      setting.parse(value ?? '', setting.file);
+      return undefined;
+    } catch (err) {
+      return (err as Error).message;
+    }
+  };
+}
+
 async function ask(config: Config): Promise<Config> {
   p.intro('Till setup');
   const network = answer(await p.select({
@@ -54,16 +67,16 @@ async function ask(config: Config): Promise<Config> {
   const port = Number(answer(await p.text({
     message: 'Port to listen on (Till listens on 127.0.0.1 only; put a TLS proxy in front for buyers)',
     initialValue: String(config.port),
-    validate: (v) => (/^\d{1,5}$/.test(v ?? '') && Number(v) <= 65535 ? undefined : 'a port from 0 to 65535'),
+    validate: validAs('port'),
   })));
   const publicUrl = answer(await p.text({
     message: 'Public URL buyers reach Till at (empty: the listen address)',
     initialValue: config.publicUrl,
-    validate: (v) => (!v || /^https?:\/\/\S+$/.test(v) ? undefined : 'an http(s) URL, or empty'),
+    validate: validAs('publicUrl'),
   }));
   const next: Config = { ...config, network, port, publicUrl: publicUrl.replace(/\/+$/, '') };
-  const rpcUrl = answer(await p.text({ message: 'bitcoind RPC URL', initialValue: rpcUrlFor(next) }));
-  const cookie = answer(await p.text({ message: 'bitcoind cookie file (RPC credentials)', initialValue: cookiePathFor(next) }));
+  const rpcUrl = answer(await p.text({ message: 'bitcoind RPC URL', initialValue: rpcUrlFor(next), validate: validAs('rpcUrl') }));
+  const cookie = answer(await p.text({ message: 'bitcoind cookie file (RPC credentials)', initialValue: cookiePathFor(next), validate: validAs('rpcCookieFile') }));
   const withNode: Config = { ...next, rpcUrl: rpcUrl === rpcUrlFor(next) ? '' : rpcUrl, rpcCookieFile: cookie === cookiePathFor(next) ? '' : cookie };
   const spin = p.spinner();
   spin.start('Asking bitcoind');
@@ -91,7 +104,12 @@ async function firstStore(config: Config): Promise<void> {
       try {
         const added = addXpub(ctx, { storeId: store.id, env: mode, key });
         p.note(added.firstAddresses.map((a, i) => `0/${i}  ${a}`).join('\n'), 'First receive addresses: they must match your wallet');
-        if (answer(await p.confirm({ message: 'Do they match?' }))) break;
+        const matches = await p.confirm({ message: 'Do they match?' });
+        if (matches === true) break;
+        // No, or stopped here: a key the operator did not confirm never takes a payment.
+        retireXpub(ctx, added.xpub.id);
+        answer(matches);
+        p.log.warn('That key was retired. Check it (and the wallet\'s derivation path), then enter it again.');
       } catch (err) {
         p.log.error((err as Error).message);
       }

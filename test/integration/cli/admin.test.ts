@@ -11,6 +11,7 @@ import { DEMO_XPUB } from '../../../src/services/demo.ts';
 import { runTill, tillJson } from '../../helpers/cli.ts';
 import { testTpub, testXpub } from '../../helpers/keys.ts';
 import { tempDir } from '../../helpers/temp.ts';
+import { runTillOnTerminal } from '../../helpers/terminal.ts';
 
 const REGTEST = { TILL_NETWORK: 'regtest' };
 
@@ -189,6 +190,40 @@ describe('till init', () => {
     assert.match(again.stderr, /till\.toml exists/);
     assert.equal((await runTill(['init', '--yes', '--force'], { dataDir })).code, 0);
     assert.equal((await tillJson(['config', 'show'], { dataDir })).network, 'main', 'forced init with no flags writes the defaults');
+  });
+
+  // On a terminal init asks. Keys: Enter takes a prompt's default, Ctrl-C stops setup.
+  const ENTER = '\r';
+  const CTRL_C = '\x03';
+
+  test('on a terminal, an answer Till would refuse in till.toml is asked again, not written', async (t) => {
+    const dataDir = tempDir(t);
+    const term = runTillOnTerminal(['--data-dir', dataDir, 'init'], { TILL_NETWORK: 'regtest' });
+    await term.expect(/Which Bitcoin network/, ENTER);
+    await term.expect(/Port to listen/, ENTER);
+    await term.expect(/Public URL/, 'https://pay.example.com:84430' + ENTER);
+    await term.expect(/public_url must be an http\(s\) URL/, '\x7f'.repeat(30) + 'https://pay.example.com' + ENTER);
+    await term.expect(/bitcoind RPC URL/, ENTER);
+    await term.expect(/cookie file/, ENTER);
+    await term.expect(/Create your first store now\?/, CTRL_C);
+    assert.equal(await term.closed, 1);
+    assert.equal((await tillJson(['config', 'show'], { dataDir })).public_url, 'https://pay.example.com');
+  });
+
+  test('on a terminal, a key whose first addresses the operator says do not match is retired, never active', async (t) => {
+    const dataDir = tempDir(t);
+    const term = runTillOnTerminal(['--data-dir', dataDir, 'init'], { TILL_NETWORK: 'regtest' });
+    for (const prompt of [/Which Bitcoin network/, /Port to listen/, /Public URL/, /bitcoind RPC URL/, /cookie file/, /Create your first store now\?/]) await term.expect(prompt, ENTER);
+    await term.expect(/Store name/, 'Shop' + ENTER);
+    await term.expect(/Mode/, ENTER);
+    await term.expect(/extended public key/, testTpub('init-wrong-wallet') + ENTER);
+    await term.expect(/Do they match\?/, 'n');
+    await term.expect(/That key was retired/);
+    await term.expect(/extended public key/, CTRL_C);
+    assert.equal(await term.closed, 1);
+    assert.match(term.output(), /no xpub yet/);
+    const xpubs = await tillJson(['xpub', 'list'], { dataDir });
+    assert.deepEqual(xpubs.map((x: { status: string }) => x.status), ['retired']);
   });
 });
 
