@@ -5,7 +5,8 @@ import type { Context } from './context.ts';
 // One `till serve` per data directory: two would both run the webhook worker
 // and the chain watcher on the same rows. The server holds a lease in SQLite,
 // renewed every few seconds; another server refuses to start while it is
-// fresh. A crashed server's lease simply goes stale. The CLI takes no lease.
+// fresh and its process runs. A crashed server's lease goes stale, or is
+// taken over at once on its own host. The CLI takes no lease.
 
 const KEY = 'server_lease';
 export const LEASE_TTL_MS = 15_000;
@@ -24,12 +25,27 @@ export class LeaseHeldError extends Error {
 
 const owner = `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2)}`;
 
+/**
+ * A lease whose process no longer runs on this host binds nobody: a crashed
+ * server restarted at once (systemd waits 5 s), or a backup restored with
+ * the lease it was taken with.
+ */
+function holderGone(held: Lease): boolean {
+  if (held.host !== hostname()) return false;
+  try {
+    process.kill(held.pid, 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
 /** Takes the lease or throws LeaseHeldError naming the holder; renew() keeps it. */
 export function acquireServerLease(ctx: Context): { renew(): void; release(): void } {
   const now = () => ctx.clock.now();
   inTransaction(ctx.db, () => {
     const held = ctx.repos.meta.getJson<Lease>(KEY);
-    if (held && held.owner !== owner && now() - held.renewedAt < LEASE_TTL_MS) {
+    if (held && held.owner !== owner && now() - held.renewedAt < LEASE_TTL_MS && !holderGone(held)) {
       throw new LeaseHeldError(
         `another till serve (pid ${held.pid} on ${held.host}) is running on ${ctx.config.dataDir}; stop it first (a crashed one's claim lapses after ${LEASE_TTL_MS / 1000} s)`,
       );

@@ -8,8 +8,11 @@ import { tempDir } from '../../helpers/temp.ts';
 
 const TILL = fileURLToPath(new URL('../../../cli/till.ts', import.meta.url));
 
-/** Starts `till serve --demo` on port 0 on a fresh data dir; resolves once it listens and printed the demo key. */
-function startServe(dataDir: string, logLevel = 'silent'): Promise<{ url: string; key: string; output: () => string; stop: () => Promise<void> }> {
+/**
+ * Starts `till serve --demo` on port 0; resolves once it listens and, on a
+ * fresh data dir (`seeded` false), printed the demo key ('' otherwise).
+ */
+function startServe(dataDir: string, { logLevel = 'silent', seeded = false } = {}): Promise<{ url: string; key: string; output: () => string; stop: () => Promise<void>; crash: () => Promise<void> }> {
   const child = spawn(process.execPath, [TILL, '--data-dir', dataDir, '--port', '0', 'serve', '--demo'], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', TILL_LOG_LEVEL: logLevel },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -20,10 +23,15 @@ function startServe(dataDir: string, logLevel = 'silent'): Promise<{ url: string
     child.stdout.on('data', (d) => {
       out += d;
       const url = /Till listening on (http:\/\/\S+)/.exec(out)?.[1];
-      const key = /svc_test_[0-9A-Za-z]{32}/.exec(out)?.[0];
-      if (url && key) {
+      const key = /svc_test_[0-9A-Za-z]{32}/.exec(out)?.[0] ?? (seeded ? '' : undefined);
+      if (url && key !== undefined) {
         clearTimeout(timer);
-        resolve({ url, key, output: () => out, stop: () => new Promise<void>((r) => { child.once('exit', () => r()); child.kill('SIGTERM'); }) });
+        const end = (signal: NodeJS.Signals) => new Promise<void>((r) => {
+          if (child.exitCode !== null || child.signalCode !== null) return r();
+          child.once('exit', () => r());
+          child.kill(signal);
+        });
+        resolve({ url, key, output: () => out, stop: () => end('SIGTERM'), crash: () => end('SIGKILL') });
       }
     });
     child.once('exit', (code) => reject(new Error(`serve exited ${code}: ${out}`)));
@@ -51,7 +59,7 @@ test('npm start path: serve --demo on a fresh data dir creates a demo store and 
 });
 
 test('a request\'s log line shows on stdout while a quiet till runs, not only when lines pile up', async (t) => {
-  const till = await startServe(tempDir(t), 'info');
+  const till = await startServe(tempDir(t), { logLevel: 'info' });
   t.after(() => till.stop());
   const res = await fetch(`${till.url}/healthz`);
   const requestId = res.headers.get('x-request-id');
@@ -89,4 +97,15 @@ test('a serve --demo whose port is taken says so, and a retry on a free port sta
   const till = await startServe(dataDir);
   t.after(() => till.stop());
   assert.match(till.key, /^svc_test_/);
+});
+
+test('a serve that crashed (killed) is replaced at once: its lease binds nobody once its process is gone', async (t) => {
+  const dataDir = tempDir(t);
+  const first = await startServe(dataDir);
+  await first.crash();
+  const second = await startServe(dataDir, { seeded: true });
+  t.after(() => second.stop());
+  // Back at once (startServe rejects if it exits refusing), and serving the same store.
+  const res = await fetch(`${second.url}/v1/invoices`, { method: 'POST', headers: { authorization: `Bearer ${first.key}`, 'content-type': 'application/json' }, body: '{"amount_sats":1000}' });
+  assert.equal(res.status, 201);
 });
