@@ -26,23 +26,24 @@ export function backupCommand(): Command {
       assertDatabaseExists(config.dataDir);
       const db = new Database(databasePath(config.dataDir), { readonly: true, fileMustExist: true, timeout: config.busyTimeoutMs });
       mkdirSync(target, { recursive: true, mode: 0o700 });
+      const key = join(config.dataDir, SECRET_KEY_FILE);
       try {
         // One read transaction: a consistent copy while the server writes, which
         // SQLite's online backup is not sure to finish (it starts over after
         // every commit by another connection).
         db.prepare('VACUUM INTO ?').run(join(target, 'till.db'));
         chmodSync(join(target, 'till.db'), 0o600);
+        // Without secret.key the webhook secrets sealed in till.db cannot be read.
+        if (existsSync(key)) {
+          copyFileSync(key, join(target, SECRET_KEY_FILE));
+          chmodSync(join(target, SECRET_KEY_FILE), 0o600);
+        }
       } catch (err) {
+        // Whole or not at all: a folder without its key would restore unreadable secrets.
         rmSync(target, { recursive: true, force: true });
         throw err;
       } finally {
         db.close();
-      }
-      // Without secret.key the webhook secrets sealed in till.db cannot be read.
-      const key = join(config.dataDir, SECRET_KEY_FILE);
-      if (existsSync(key)) {
-        copyFileSync(key, join(target, SECRET_KEY_FILE));
-        chmodSync(join(target, SECRET_KEY_FILE), 0o600);
       }
       emit(this.optsWithGlobals(), { path: target, files: ['till.db', ...(existsSync(key) ? [SECRET_KEY_FILE] : [])] }, () =>
         `backup written to ${target}\nto restore: stop Till, delete till.db-wal and till.db-shm from the data directory, copy both files into it, start Till`);

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -258,6 +258,19 @@ describe('till backup', () => {
     assert.notEqual(r.code, 0);
     assert.match(r.stderr, /no Till database in .*typo/);
     assert.equal(existsSync(typo), false);
+    assert.deepEqual(readdirSync(out), []);
+  });
+
+  test('a backup that cannot copy the secret key leaves no folder behind (one without the key would restore unreadable secrets)', async (t) => {
+    const dataDir = tempDir(t);
+    const out = tempDir(t);
+    await tillJson(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir });
+    // A key that cannot be copied (a directory in its place: chmod would not stop root).
+    rmSync(join(dataDir, 'secret.key'));
+    mkdirSync(join(dataDir, 'secret.key'));
+    const r = await runTill(['backup', '--out', out], { dataDir });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /EISDIR/);
     assert.deepEqual(readdirSync(out), []);
   });
 
