@@ -196,10 +196,21 @@ export function getDelivery(ctx: Context, id: string): DeliveryRecord {
 
 export const DELIVERY_STATUSES: readonly DeliveryStatus[] = ['attempting', 'success', 'failed', 'dead_letter'];
 
+/** Why a delivery's endpoint takes no replay (disabled or deleted), or null: a callback_url always does. */
+function replayRefusal(ctx: Context, d: DeliveryRecord): ApiError | null {
+  if (d.endpointId === null) return null;
+  const e = ctx.repos.webhookEndpoints.get(d.endpointId);
+  if (!e || e.deletedAt !== null) return new ApiError('gone', `delivery ${d.id} was to webhook endpoint ${d.endpointId}, which was deleted; it cannot be replayed`);
+  if (!e.enabled) return invalidField('id', `delivery ${d.id} is to webhook endpoint ${e.id}, which is disabled: enable it (till webhooks enable --store ${e.storeId} ${e.id}), then replay`);
+  return null;
+}
+
 /** Starts a fresh cycle of 7 attempts for a dead-lettered (or failed) delivery: same event, same body. */
 export function replayDelivery(ctx: Context, id: string): DeliveryRecord {
   return inTransaction(ctx.db, () => {
     const d = getDelivery(ctx, id);
+    const refusal = replayRefusal(ctx, d);
+    if (refusal) throw refusal;
     if (!ctx.repos.webhookDeliveries.replay(id, ctx.clock.now())) {
       throw invalidField('id', `delivery ${id} is ${d.status}; only dead_letter and failed deliveries can be replayed`);
     }
@@ -207,9 +218,10 @@ export function replayDelivery(ctx: Context, id: string): DeliveryRecord {
   });
 }
 
+/** Replays every dead letter (of a store) whose endpoint takes it; those of disabled or deleted endpoints stay. */
 export function replayAllDead(ctx: Context, storeId?: string): DeliveryRecord[] {
   return inTransaction(ctx.db, () => {
-    const dead = ctx.repos.webhookDeliveries.list({ storeId, status: 'dead_letter', limit: 1_000_000 });
+    const dead = ctx.repos.webhookDeliveries.list({ storeId, status: 'dead_letter', limit: 1_000_000 }).filter((d) => !replayRefusal(ctx, d));
     for (const d of dead) ctx.repos.webhookDeliveries.replay(d.id, ctx.clock.now());
     return dead.map((d) => ctx.repos.webhookDeliveries.get(d.id)!);
   });

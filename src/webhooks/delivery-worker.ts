@@ -283,13 +283,15 @@ export class DeliveryWorker {
 
   async #record(d: DueDelivery, sealed: SendingSecrets | null, { startedAt, result }: { startedAt: number; result: SendResult }): Promise<void> {
     const ctx = this.#ctx;
-    const outcome = sealed ? classifyOutcome(result.timedOut ? { error: result.error } : { status: result.status, error: result.error }) : 'failed';
+    const outcome = sealed ? classifyOutcome(result.timedOut ? { error: result.error } : { status: result.status, error: result.error }) : 'retry';
     const finishedAt = ctx.clock.now();
     const next =
       outcome === 'success' ? { status: 'success' as const, nextAttemptAt: null, completedAt: finishedAt }
       : outcome === 'failed' ? { status: 'failed' as const, nextAttemptAt: null, completedAt: finishedAt }
       : (() => {
-          const at = nextAttemptAt(d.attempts + 1, startedAt);
+          // A disabled or deleted endpoint: set aside as dead_letter at once, replayable once it is enabled
+          // again (failed is a receiver's 4xx, spec 3.2).
+          const at = sealed ? nextAttemptAt(d.attempts + 1, startedAt) : null;
           return at === null ? { status: 'dead_letter' as const, nextAttemptAt: null, completedAt: finishedAt } : { status: 'attempting' as const, nextAttemptAt: at, completedAt: null };
         })();
     // Outcomes wait a few ms for each other: one fsync for many. A crash in
