@@ -171,6 +171,8 @@ export function queueTestDelivery(ctx: Context, storeId: string, endpointId: str
   return inTransaction(ctx.db, () => {
     const store = liveStore(ctx, storeId);
     const e = getEndpoint(ctx, storeId, endpointId);
+    // Nothing is sent to a disabled endpoint: a test delivery would only be set aside.
+    if (!e.enabled) throw invalidField('wid', `webhook endpoint ${e.id} is disabled; enable it to test it`);
     const now = ctx.clock.now();
     const eventId = newId('evt', now);
     const invoice = syntheticInvoice(store.id, store.mode === 'live', now);

@@ -49,6 +49,10 @@ for (const transport of TRANSPORTS) {
       await f.till.rt.webhooks.runOnce();
       assert.equal(f.receiver.requests.length, 0);
       assert.equal(deliveriesOf(f.till).length, 0);
+      const test = await call(f.till, 'POST', `/v1/stores/${f.store.storeId}/webhooks/${f.endpointId}/test`, { key: f.store.key });
+      assert.equal(test.status, 400, test.text);
+      assert.match(test.body.error.message, /is disabled; enable it to test it/);
+      assert.equal(deliveriesOf(f.till).length, 0, 'no test delivery was queued');
       const del = await call(f.till, 'DELETE', `/v1/stores/${f.store.storeId}/webhooks/${f.endpointId}`, { key: f.store.key });
       assert.equal(del.status, 200);
       assert.equal((await call(f.till, 'GET', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key })).body.data.length, 0);
