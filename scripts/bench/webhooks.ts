@@ -224,7 +224,7 @@ export async function runWebhooksBench(): Promise<BenchRow[]> {
     log(`inserting ${WAITING.toLocaleString('en-US')} deliveries waiting for retry`);
     const pick = measurePickAmongWaiting(retries.path, receiver.url);
 
-    const worker = `the real DeliveryWorker (at most 16 attempts in flight per endpoint, 256 in all), each attempt signed afresh, sent over kept-alive connections and recorded in SQLite (synchronous=FULL, outcomes group-committed within 5 ms by the db thread, which also checkpoints, as in till serve); the outbox dispatch is included; receiver in a child process checked every signature (${signatures.valid} valid, ${signatures.invalid} invalid)`;
+    const worker = `the real DeliveryWorker (at most 16 attempts in flight per endpoint, 32 per receiving host, 256 in all), each attempt signed afresh, sent over kept-alive connections and recorded in SQLite (synchronous=FULL, outcomes group-committed within 5 ms by the db thread, which also checkpoints, as in till serve); the outbox dispatch is included; receiver in a child process checked every signature (${signatures.valid} valid, ${signatures.invalid} invalid)`;
     const drainNote = (r: { drained: boolean; delivered: number }) => (r.drained ? '' : ` Not drained within ${THROUGHPUT_DEADLINE_MS / 1000} s: ${r.delivered} delivered.`);
     const cause =
       'each attempt is a real signed HTTP exchange with a receiver in another process over loopback and its outcome a durable write: the worker\'s event loop (undici\'s client about 40 % of it), the db thread\'s commits and the receiver share the machine\'s two cores (docs/PERFORMANCE.md).';

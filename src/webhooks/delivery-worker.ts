@@ -21,6 +21,15 @@ const READ_AHEAD = 4;
 /** Rows read ahead over all targets together (each holds its body): a few MiB at most. */
 const READ_AHEAD_MAX_ROWS = 1024;
 
+/** Where a URL's requests go, as the HTTP client pools them; a URL that does not parse is its own (its attempt fails). */
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return url;
+  }
+}
+
 function bump(counts: Map<string, number>, key: string, by: number): void {
   const n = (counts.get(key) ?? 0) + by;
   if (n <= 0) counts.delete(key);
@@ -32,14 +41,18 @@ export interface DeliveryWorkerOptions {
   maxInFlight?: number;
   /** Attempts under way at once to one receiver: a slow one cannot take every slot. */
   maxPerTarget?: number;
+  /** Attempts under way at once to one origin (scheme, host, port), however many endpoints share it. */
+  maxPerOrigin?: number;
   timeoutMs?: number;
 }
 
 /**
  * Sends due deliveries. Due times live in SQLite (never in timers), so a
- * restart resumes the schedule where it was. Bounds: maxInFlight overall and
+ * restart resumes the schedule where it was. Bounds: maxInFlight overall,
  * maxPerTarget per receiver, so one slow endpoint never holds up the others,
- * and its own later events still go out beside its hanging ones.
+ * and its own later events still go out beside its hanging ones, and
+ * maxPerOrigin per host: an attempt waits here, never inside the HTTP
+ * client, where waiting for a socket would eat its deadline.
  */
 export class DeliveryWorker {
   readonly #ctx: Context;
@@ -48,6 +61,7 @@ export class DeliveryWorker {
   readonly #attemptLog: (fields: LineFields) => void;
   readonly #maxInFlight: number;
   readonly #maxPerTarget: number;
+  readonly #maxPerOrigin: number;
   readonly #timeoutMs: number;
   /** Attempts from their start until their outcome is committed. */
   readonly #inFlight = new Map<string, Promise<void>>();
@@ -58,6 +72,9 @@ export class DeliveryWorker {
    */
   #sending = 0;
   readonly #perTarget = new Map<string, number>();
+  readonly #perOrigin = new Map<string, number>();
+  /** Origins whose bound held back due attempts: all are pumped once such an origin is down to half. */
+  readonly #originStarved = new Set<string>();
   /** Ids of each target's deliveries in #inFlight: answered ones stay until their outcome commits. */
   readonly #held = new Map<string, Set<string>>();
   /**
@@ -89,6 +106,7 @@ export class DeliveryWorker {
     this.#attemptLog = createLineLogger(logger, 'webhook attempt');
     this.#maxInFlight = opts.maxInFlight ?? 256;
     this.#maxPerTarget = opts.maxPerTarget ?? 16;
+    this.#maxPerOrigin = opts.maxPerOrigin ?? 32;
     this.#timeoutMs = opts.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
   }
 
@@ -108,6 +126,7 @@ export class DeliveryWorker {
     this.#stopped.abort();
     this.#readAhead.clear();
     this.#readAheadRows = 0;
+    this.#originStarved.clear();
     if (this.#timer) clearInterval(this.#timer);
     this.#unsubscribe?.();
     while (this.#inFlight.size > 0) await Promise.all(this.#inFlight.values());
@@ -165,11 +184,21 @@ export class DeliveryWorker {
     this.#readAheadRows -= starting.length;
     if (ahead.length > 0) this.#readAhead.set(target, ahead);
     else this.#readAhead.delete(target);
-    for (const d of starting) {
+    for (const [i, d] of starting.entries()) {
       // deliverNow may have started one since it was read.
       if (this.#inFlight.has(d.id)) continue;
       // Secrets per delivery: stores may share a callback origin, hence a target.
-      started.push(this.#start(d, this.#ctx.repos.webhookEndpoints.sendingSecrets(d, now)));
+      const sealed = this.#ctx.repos.webhookEndpoints.sendingSecrets(d, now);
+      const origin = originOf(sealed?.url ?? d.url);
+      if ((this.#perOrigin.get(origin) ?? 0) >= this.#maxPerOrigin) {
+        // Back to the front of the read-ahead: started once the origin has room.
+        const rest = starting.slice(i);
+        this.#readAhead.set(target, rest.concat(this.#readAhead.get(target) ?? []));
+        this.#readAheadRows += rest.length;
+        this.#originStarved.add(origin);
+        return;
+      }
+      started.push(this.#start(d, sealed, origin));
     }
   }
 
@@ -179,9 +208,11 @@ export class DeliveryWorker {
    * waiting for the overall bound, pump everything once the worker is down to
    * half of it. New events and the 1 s timer pump everything anyway.
    */
-  #afterAttempt(target: string): void {
+  #afterAttempt(target: string, origin: string): void {
     if (this.#stopping) return;
-    if (this.#starved && this.#sending <= this.#maxInFlight / 2) this.wake();
+    const originHalf = this.#originStarved.has(origin) && (this.#perOrigin.get(origin) ?? 0) <= this.#maxPerOrigin / 2;
+    if (originHalf) this.#originStarved.delete(origin);
+    if (originHalf || (this.#starved && this.#sending <= this.#maxInFlight / 2)) this.wake();
     else this.#startDue(target, this.#ctx.clock.now(), []);
   }
 
@@ -197,16 +228,19 @@ export class DeliveryWorker {
     const running = this.#inFlight.get(id);
     if (running) return running;
     const d = this.#ctx.repos.webhookDeliveries.getAttempting(id);
-    if (d) await this.#start(d, this.#ctx.repos.webhookEndpoints.sendingSecrets(d, this.#ctx.clock.now()));
+    if (!d) return;
+    const sealed = this.#ctx.repos.webhookEndpoints.sendingSecrets(d, this.#ctx.clock.now());
+    await this.#start(d, sealed, originOf(sealed?.url ?? d.url));
   }
 
   /**
    * Sends, then records. The target's slot frees when the answer is in; the
    * delivery stays in #inFlight (never picked again) until its outcome commits.
    */
-  #start(d: DueDelivery, sealed: SendingSecrets | null): Promise<void> {
+  #start(d: DueDelivery, sealed: SendingSecrets | null, origin: string): Promise<void> {
     this.#sending++;
     bump(this.#perTarget, d.target, 1);
+    bump(this.#perOrigin, origin, 1);
     let held = this.#held.get(d.target);
     if (!held) this.#held.set(d.target, (held = new Set()));
     held.add(d.id);
@@ -216,7 +250,8 @@ export class DeliveryWorker {
       sending = false;
       this.#sending--;
       bump(this.#perTarget, d.target, -1);
-      this.#afterAttempt(d.target);
+      bump(this.#perOrigin, origin, -1);
+      this.#afterAttempt(d.target, origin);
     };
     const p = this.#send(d, sealed)
       .then((sent) => {

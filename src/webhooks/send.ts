@@ -49,8 +49,8 @@ let loading: Promise<Undici> | null = null;
 
 // Connections are kept alive between attempts to the same receiver; every new
 // socket goes through the guarded lookup, so the address check still applies.
-// No cap on connections per origin: the delivery worker bounds the attempts in
-// flight, and an attempt queued here for a socket of ours would spend its
+// No cap on connections per origin: the delivery worker bounds the attempts to
+// each origin, and an attempt queued here for a socket of ours would spend its
 // deadline waiting (several endpoints on one host), then count as a timeout.
 const agents = new Map<boolean, Agent>();
 function agentFor(allowPrivate: boolean): Agent {

@@ -329,16 +329,25 @@ describe('webhook delivery', () => {
     assert.equal(stored.responseBody, '€'.repeat(1365));
   });
 
-  test('three endpoints on one host, 16 attempts in flight to each: every attempt answered in time is a success, none waits for a socket', async (t) => {
+  test('three endpoints on one host, 16 attempts due for each: at most 32 go to the host at once, and every one answered in time is a success', async (t) => {
     const f = await startWebhookFixture(t, { events: ['invoice.created'], webhookTimeoutMs: 1000 });
     for (const path of ['/second', '/third']) {
       const res = await call(f.till, 'POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: { url: `${f.receiver.url}${path}`, enabled_events: ['invoice.created'] } });
       assert.equal(res.status, 201, res.text);
     }
-    // Each answer takes 600 ms of the 1,000 ms deadline: one queued behind another would miss it.
-    f.receiver.respondWith(() => answer.slowBody({ status: 200, chunk: 'ok', chunks: 1, intervalMs: 600 }));
+    // Each answer takes 600 ms of the 1,000 ms deadline: an attempt that waited for a socket behind another would miss it.
+    let open = 0;
+    let most = 0;
+    f.receiver.respondWith(() => {
+      most = Math.max(most, ++open);
+      setTimeout(() => open--, 600);
+      return answer.slowBody({ status: 200, chunk: 'ok', chunks: 1, intervalMs: 600 });
+    });
     for (let i = 0; i < 16; i++) await createInvoice(f);
-    await f.till.rt.webhooks.runOnce();
+    f.till.rt.webhooks.start(50);
+    await f.receiver.waitForRequests(48, 10_000);
+    await f.till.rt.webhooks.stop();
+    assert.equal(most, 32, 'the host\'s bound: 32 at once, the rest waiting in the worker');
     const deliveries = deliveriesOf(f.till);
     assert.equal(deliveries.length, 48);
     assert.deepEqual(deliveries.filter((d) => d.status !== 'success').map((d) => d.status), []);
