@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { describe, test, type TestContext } from 'node:test';
+import { describe, test } from 'node:test';
 import { ManualClock } from '../../../src/clock.ts';
+import type { StoredInvoice } from '../../../src/db/invoices.ts';
 import { expireDueInvoices } from '../../../src/services/invoices.ts';
 import { addXpub } from '../../../src/services/xpubs.ts';
 import { failSyncDuring } from '../../helpers/held-sync.ts';
 import { call, startTestTill } from '../../helpers/till-server.ts';
-import { createInvoice, eventTypes, getInvoice, listInvoices, mineAndSync, nodeEnv, restartTill, startChainFixture, startWatching, synced, waitFor, type ChainFixture, type NodeFactory } from './helpers.ts';
+import { createInvoice, eventTypes, getInvoice, listInvoices, mineAndSync, nodeEnv, restartTill, startChainFixture, startWatching, synced, waitFor, type NodeFactory } from './helpers.ts';
 
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
@@ -531,48 +532,37 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
   }
 
   // Both read the blocks mined while Till was down as one change: each invoice is judged at the block that settled it.
-  for (const how of ['a pruned node', 'a reorg of the last block Till read'] as const) {
-    const restartAfter = async (t: TestContext, f: ChainFixture, whileDown: () => Promise<void>) => {
-      await f.till.rt.stop();
-      if (how !== 'a pruned node') await f.node.reorg(1, {});
-      await whileDown();
-      if (how === 'a pruned node') fakeOnly(f).pruneBelow((await f.node.tip()).height);
-      const rt2 = restartTill(t, f);
-      rt2.chain!.start();
-      await rt2.chain!.idle();
-      return rt2;
-    };
-
-    onFake(`${how}, Till down to past the late window: a late payment confirmed on day 1 of the window is late_paid`, async (t) => {
-      const f = await startChainFixture(t, makeNode);
-      const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
-      const rt2 = await restartAfter(t, f, async () => {
-        f.till.clock.advance(DAY);
-        await f.node.pay(inv.address, 50_000);
-        await f.node.mine(1);
-        f.till.clock.advance(7 * DAY);
-        await f.node.mine(1);
-      });
-      const stored = rt2.ctx.repos.invoices.get(inv.id)!;
+  // Each case: the invoice's expiry, when the payment is mined (then a block more, later), and what Till finds on start.
+  const judgedAtItsBlock: Array<[string, { expiresInMinutes: number; paidAfter: number; nextBlockAfter: number }, (stored: StoredInvoice) => void]> = [
+    ['Till down to past the late window: a late payment confirmed on day 1 of the window is late_paid', { expiresInMinutes: 5, paidAfter: DAY, nextBlockAfter: 7 * DAY }, (stored) => {
       assert.equal(stored.status, 'late_paid');
       assert.equal(stored.payments.length, 1);
-    });
-
-    onFake(`${how}, Till down for two days: an on-time payment's paid_at is its block's time`, async (t) => {
-      const f = await startChainFixture(t, makeNode);
-      const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 30 });
-      const rt2 = await restartAfter(t, f, async () => {
-        f.till.clock.advance(60_000);
-        await f.node.pay(inv.address, 50_000);
-        await f.node.mine(1);
-        f.till.clock.advance(2 * DAY);
-        await f.node.mine(1);
-      });
-      const stored = rt2.ctx.repos.invoices.get(inv.id)!;
+    }],
+    ["Till down for two days: an on-time payment's paid_at is its block's time", { expiresInMinutes: 30, paidAfter: 60_000, nextBlockAfter: 2 * DAY }, (stored) => {
       assert.equal(stored.status, 'paid');
       // Found in its block, the payment is dated at the block's time.
       assert.equal(stored.paidAt, stored.payments[0]!.firstSeenAt);
-    });
+    }],
+  ];
+  for (const how of ['a pruned node', 'a reorg of the last block Till read'] as const) {
+    for (const [name, { expiresInMinutes, paidAfter, nextBlockAfter }, check] of judgedAtItsBlock) {
+      onFake(`${how}, ${name}`, async (t) => {
+        const f = await startChainFixture(t, makeNode);
+        const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: expiresInMinutes });
+        await f.till.rt.stop();
+        if (how !== 'a pruned node') await f.node.reorg(1, {});
+        f.till.clock.advance(paidAfter);
+        await f.node.pay(inv.address, 50_000);
+        await f.node.mine(1);
+        f.till.clock.advance(nextBlockAfter);
+        await f.node.mine(1);
+        if (how === 'a pruned node') fakeOnly(f).pruneBelow((await f.node.tip()).height);
+        const rt2 = restartTill(t, f);
+        rt2.chain!.start();
+        await rt2.chain!.idle();
+        check(rt2.ctx.repos.invoices.get(inv.id)!);
+      });
+    }
   }
 
   onFake('a reorg while Till was down whose new branch is pruned on the node: the payment mined again stays confirmed, no payment_reversed', async (t) => {
