@@ -224,7 +224,7 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
       // Judged at a block's time only while catching up (applyPayments), and only a pending or expired
       // invoice can settle: spare the rest the search (with one block, there is nothing to search).
       const search = !ctx.chain.caughtUp && change.connected.length > 1 && (before.status === 'pending' || before.status === 'expired');
-      const heldAt = (search ? settlingBlockTime(before, counted, change.connected, tip, now) : null) ?? lastTime;
+      const heldAt = (search ? settlingBlockTime(before, counted, change.connected, now) : null) ?? lastTime;
       return applyPayments(ctx, before, counted, now, heldAt);
     });
   });
@@ -240,7 +240,7 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
  * where the invoice's payments were mined or reached their confirmations
  * can settle it.
  */
-function settlingBlockTime(before: StoredInvoice, payments: Payment[], blocks: readonly BlockHeader[], tip: number, now: number): number | null {
+function settlingBlockTime(before: StoredInvoice, payments: Payment[], blocks: readonly BlockHeader[], now: number): number | null {
   const timeAt = new Map(blocks.map((b) => [b.height, b.time]));
   const known = new Set(before.payments.map((p) => `${p.txid}:${p.vout}`));
   const needed = Math.max(before.confirmationsRequired, 1);
@@ -249,7 +249,7 @@ function settlingBlockTime(before: StoredInvoice, payments: Payment[], blocks: r
     // The payments as of `height`: mined above it, a known one was in the mempool, a new one not seen yet.
     const asOf = payments.flatMap((p): Payment[] => {
       if (p.blockHeight === null) return [p];
-      if (p.blockHeight <= height) return [{ ...p, confirmations: p.confirmations - (tip - height) }];
+      if (p.blockHeight <= height) return [{ ...p, confirmations: height - p.blockHeight + 1 }];
       return known.has(`${p.txid}:${p.vout}`) ? [{ ...p, status: 'mempool', confirmations: 0, blockHeight: null, blockHash: null }] : [];
     });
     const heldAt = timeAt.get(height)!;

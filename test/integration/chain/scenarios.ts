@@ -531,6 +531,30 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     });
   }
 
+  onFake('a pruned stretch of over 1,000 blocks completing an expired invoice whose first payment is over 1,000 blocks deep: late_paid', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
+    await f.node.pay(inv.address, 20_000);
+    await mineAndSync(f);
+    f.till.clock.advance(5 * 60_000);
+    assert.equal(await expireDueInvoices(f.till.rt.ctx), 1);
+    // Buried past the depth whose counts are kept current (its count stays at 1,000).
+    await f.node.mine(1000);
+    await f.till.rt.chain!.requestSync(false, 'test');
+    await f.till.rt.chain!.stop();
+    // While Till is down, inside the late window: the rest, then 1,000 blocks more, all pruned on the node.
+    await f.node.pay(inv.address, 30_000);
+    await f.node.mine(1);
+    await f.node.mine(1000);
+    fakeOnly(f).pruneBelow((await f.node.tip()).height);
+    const till2 = await startTestTill(t, { clock: f.till.clock, env: { TILL_DATA_DIR: f.till.config.dataDir, ...nodeEnv(f.node) } });
+    await startWatching(till2, f.node);
+    assert.equal((till2.rt.health().chain as { error: string | null }).error, null);
+    const stored = till2.rt.ctx.repos.invoices.get(inv.id)!;
+    assert.equal(stored.status, 'late_paid');
+    assert.equal(stored.payments.length, 2);
+  });
+
   // Both read the blocks mined while Till was down as one change: each invoice is judged at the block that settled it.
   // Each case: the invoice's expiry, when the payment is mined (then a block more, later), and what Till finds on start.
   const judgedAtItsBlock: Array<[string, { expiresInMinutes: number; paidAfter: number; nextBlockAfter: number }, (stored: StoredInvoice) => void]> = [
