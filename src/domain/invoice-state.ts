@@ -105,16 +105,19 @@ export function watchUntil(invoice: Invoice): number | null {
  * window a running Till watches for new money, which watching a known
  * payment longer does not stretch. A Till catching up after downtime uses it
  * to take no more than a running one would have.
- * - pending: to the end of the late window after expires_at, unless an on-time
- *   payment still counts (the invoice waits for it, and its window starts later).
+ * - pending: to the end of the late window after expires_at, unless on-time
+ *   payments that still count cover the amount (the invoice waits for them to
+ *   confirm, and its window starts later); an underpaid one expires on time.
  * - expired: to the end of the late window.
  * - cancelled: cancelled_at + late window, so money sent anyway is reported for refund.
  * - paid, late_paid: paid_at + late window, so a duplicate payment is reported for refund.
  */
 export function joinUntil(invoice: Invoice): number | null {
   switch (invoice.status) {
-    case 'pending':
-      return invoice.payments.some((p) => isCounting(p) && p.firstSeenAt < invoice.expiresAt) ? null : invoice.expiresAt + invoice.lateWindowMs;
+    case 'pending': {
+      const waiting = sumSats(invoice.payments, (p) => isCounting(p) && p.firstSeenAt < invoice.expiresAt) >= invoice.amountSats;
+      return waiting ? null : invoice.expiresAt + invoice.lateWindowMs;
+    }
     case 'expired':
       return lateWindowEnd(invoice);
     case 'cancelled':

@@ -399,23 +399,29 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.deepEqual(rt2.ctx.repos.events.listForInvoice(inv.id).map((e) => e.type), ['invoice.created', 'invoice.payment_detected', 'invoice.payment_detected', 'invoice.paid']);
   });
 
-  test('Till down from before expiry to past the late window: a payment mined only after the window is not recorded', async (t) => {
-    const f = await startChainFixture(t, makeNode);
-    const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
-    await f.till.rt.stop();
-    f.till.clock.advance(8 * DAY + HOUR);
-    await f.node.pay(inv.address, 50_000);
-    await f.node.mine(1);
-    const rt2 = restartTill(t, f);
-    rt2.chain!.start();
-    await rt2.chain!.idle();
-    await expireDueInvoices(rt2.ctx);
-    const stored = rt2.ctx.repos.invoices.get(inv.id)!;
-    // A running Till had expired it and stopped watching at the end of the late window: no money, no webhook.
-    assert.equal(stored.status, 'expired');
-    assert.deepEqual(stored.payments, []);
-    assert.deepEqual(rt2.ctx.repos.events.listForInvoice(inv.id).map((e) => e.type), ['invoice.created', 'invoice.expired']);
-  });
+  for (const underpaid of [0, 20_000]) {
+    test(`Till down from before expiry to past the late window: a payment mined only after the window is not recorded${underpaid ? ' (underpaid on time)' : ''}`, async (t) => {
+      const f = await startChainFixture(t, makeNode);
+      const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
+      if (underpaid) {
+        await f.node.pay(inv.address, underpaid);
+        await mineAndSync(f);
+      }
+      await f.till.rt.stop();
+      f.till.clock.advance(8 * DAY + HOUR);
+      await f.node.pay(inv.address, 50_000 - underpaid);
+      await f.node.mine(1);
+      const rt2 = restartTill(t, f);
+      rt2.chain!.start();
+      await rt2.chain!.idle();
+      await expireDueInvoices(rt2.ctx);
+      const stored = rt2.ctx.repos.invoices.get(inv.id)!;
+      // A running Till had expired it and stopped watching at the end of the late window: no more money, no webhook.
+      assert.equal(stored.status, 'expired');
+      assert.deepEqual(stored.payments.map((p) => p.amountSats), underpaid ? [underpaid] : []);
+      assert.deepEqual(rt2.ctx.repos.events.listForInvoice(inv.id).map((e) => e.type), ['invoice.created', ...(underpaid ? ['invoice.payment_detected'] : []), 'invoice.expired']);
+    });
+  }
 
   test('Till down from before expiry to past the late window: a late payment confirmed inside the window makes the invoice late_paid', async (t) => {
     const f = await startChainFixture(t, makeNode);

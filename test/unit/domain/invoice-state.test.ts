@@ -586,6 +586,7 @@ describe('joinUntil', () => {
     ['pending: to the end of the late window after expiry', PENDING, EXPIRES + LATE_WINDOW],
     ['pending with a late payment in the mempool: the same', { ...PENDING, payments: [mempool('a', AMOUNT, EXPIRES + MINUTE)] }, EXPIRES + LATE_WINDOW],
     ['pending with an on-time payment still counting: open-ended (it waits for it)', { ...PENDING, payments: [mempool('a', AMOUNT, T0 + MINUTE)] }, null],
+    ['pending, underpaid on time: to the end of the late window after expiry (it expires on time)', { ...PENDING, payments: [confirmed('a', AMOUNT - 1, T0 + MINUTE, 3)] }, EXPIRES + LATE_WINDOW],
     ['pending with an on-time payment replaced: to the end of the late window after expiry', { ...PENDING, payments: [replaced('a', AMOUNT, T0 + MINUTE)] }, EXPIRES + LATE_WINDOW],
     ['expired with a payment still in the mempool: the end of the late window all the same', { ...EXPIRED, payments: [mempool('a', AMOUNT, EXPIRES + LATE_WINDOW - MINUTE)] }, EXPIRES + LATE_WINDOW],
     ['cancelled with a payment still in the mempool: a late window after cancelling', { ...CANCELLED, payments: [mempool('a', AMOUNT, T0 + 6 * MINUTE)] }, T0 + 5 * MINUTE + LATE_WINDOW],
