@@ -168,8 +168,10 @@ function settle(previousPayments: readonly Payment[], invoice: Invoice, { at, ca
   if (next.status === 'pending') {
     const onTime = (p: Payment) => p.firstSeenAt < next.expiresAt;
     const required = next.confirmationsRequired;
-    // Catching up, only full payment decides now: nothing unread can make it less than paid.
-    const mayExpire = !catchingUp || sumSats(next.payments, (p) => isConfirmed(p, required)) >= next.amountSats;
+    // Catching up, only full payment in blocks read so far decides now: nothing unread can make it less
+    // than paid, nor on time (a later block's payments are later). Not a mempool payment, counted as
+    // confirmed with 0 required: it is read before the blocks, and one of them may hold an on-time payment.
+    const mayExpire = !catchingUp || sumSats(next.payments, (p) => p.status === 'confirmed' && isConfirmed(p, required)) >= next.amountSats;
     if (sumSats(next.payments, (p) => onTime(p) && isConfirmed(p, required)) >= next.amountSats) {
       next = { ...next, status: 'paid', paidAt: at };
       events.push({ type: 'invoice.paid' });

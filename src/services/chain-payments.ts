@@ -82,9 +82,10 @@ function withPayment(inv: StoredInvoice, payments: Payment[], p: Payment): Payme
 
 /**
  * Runs the state machine on an invoice's new payment list and saves the
- * result. `heldAt`: the time of the block that brought the list, used while
- * catching up (a running Till judges at now: a block's timestamp may be off by
- * an hour or more).
+ * result. `heldAt`: when the chain held the list (the time of the block that
+ * brought it, or of the node's first sight of a mempool transaction), used
+ * while catching up (a running Till judges at now: a block's timestamp may be
+ * off by an hour or more).
  */
 function applyPayments(ctx: Context, inv: StoredInvoice, payments: Payment[], now: number, heldAt = now): StoredInvoice {
   const catchingUp = !ctx.chain.caughtUp;
@@ -122,7 +123,8 @@ export function applyMempoolTx(ctx: Context, watch: WatchSet, tx: Transaction, f
       if (existing && existing.status !== 'replaced') continue;
       const payment: Payment = { txid, vout: m.vout, amountSats: m.sats, status: 'mempool', confirmations: 0, blockHeight: null, blockHash: null, firstSeenAt };
       const payments = withPayment(inv, inv.payments, payment);
-      if (payments !== inv.payments) changed.set(inv.id, applyPayments(ctx, inv, payments, now));
+      // Read while catching up (the start's mempool pass), it is judged as of when the node first had it.
+      if (payments !== inv.payments) changed.set(inv.id, applyPayments(ctx, inv, payments, now, firstSeenAt));
     }
     return [...changed.values()];
   });

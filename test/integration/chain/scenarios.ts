@@ -399,6 +399,50 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.deepEqual(rt2.ctx.repos.events.listForInvoice(inv.id).map((e) => e.type), ['invoice.created', 'invoice.payment_detected', 'invoice.payment_detected', 'invoice.paid']);
   });
 
+  // 0 confirmations: a mempool payment pays at once, so the start's mempool pass judges like a block.
+  onFake('0 confirmations, Till down: an on-time payment mined and a late one still in the mempool: paid at the block, never expired', async (t) => {
+    const f = await startChainFixture(t, makeNode, { confirmations: 0 });
+    const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 30 });
+    await f.till.rt.stop();
+    f.till.clock.advance(60_000);
+    const onTime = await f.node.pay(inv.address, 50_000);
+    await fakeOnly(f).mine(1, { include: [onTime] });
+    f.till.clock.advance(DAY);
+    await f.node.pay(inv.address, 50_000);
+    const rt2 = restartTill(t, f);
+    rt2.chain!.start();
+    await rt2.chain!.idle();
+    const stored = rt2.ctx.repos.invoices.get(inv.id)!;
+    assert.equal(stored.status, 'paid');
+    assert.equal(stored.paidAt, stored.payments.find((p) => p.txid === onTime)!.firstSeenAt);
+    assert.deepEqual(rt2.ctx.repos.events.listForInvoice(inv.id).map((e) => e.type), ['invoice.created', 'invoice.payment_detected', 'invoice.payment_detected', 'invoice.paid']);
+  });
+
+  for (const [name, expiresInMinutes, expireFirst, sentAfter, downFor, status] of [
+    ['a late payment sent on day 1 of the window, Till back after it: late_paid', 5, true, DAY, 7 * DAY, 'late_paid'],
+    ['an on-time payment still unmined two days later: paid as of when the node first had it', 30, false, 60_000, 2 * DAY, 'paid'],
+  ] as const) {
+    test(`0 confirmations, Till down: ${name}`, async (t) => {
+      const f = await startChainFixture(t, makeNode, { confirmations: 0 });
+      const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: expiresInMinutes });
+      if (expireFirst) {
+        f.till.clock.advance(expiresInMinutes * 60_000);
+        assert.equal(await expireDueInvoices(f.till.rt.ctx), 1);
+      }
+      await f.till.rt.stop();
+      f.till.clock.advance(sentAfter);
+      await f.node.pay(inv.address, 50_000);
+      f.till.clock.advance(downFor);
+      const rt2 = restartTill(t, f);
+      rt2.chain!.start();
+      await rt2.chain!.idle();
+      const stored = rt2.ctx.repos.invoices.get(inv.id)!;
+      assert.equal(stored.status, status);
+      // Judged as of the node's first sight of it (its mempool entry time), as a running Till would have.
+      assert.equal(stored.paidAt, stored.payments[0]!.firstSeenAt);
+    });
+  }
+
   for (const underpaid of [0, 20_000]) {
     test(`Till down from before expiry to past the late window: a payment mined only after the window is not recorded${underpaid ? ' (underpaid on time)' : ''}`, async (t) => {
       const f = await startChainFixture(t, makeNode);

@@ -120,6 +120,20 @@ const scenarios: Scenario[] = [
     ],
   },
   {
+    name: 'catching up, 0 confirmations: a late payment read from the mempool does not expire the invoice; the on-time one in a block then pays it',
+    invoice: { confirmationsRequired: 0 },
+    steps: [
+      { at: EXPIRES + DAY, fact: catchingUp(mempool('b', AMOUNT, EXPIRES + HOUR)), status: 'pending', events: ['payment_detected:b'] },
+      {
+        at: EXPIRES + DAY,
+        fact: heldAt(T0 + 2 * MINUTE, mempool('b', AMOUNT, EXPIRES + HOUR), confirmed('a', AMOUNT, T0 + 2 * MINUTE)),
+        status: 'paid',
+        events: ['payment_detected:a', 'paid'],
+        expect: { paidAt: T0 + 2 * MINUTE },
+      },
+    ],
+  },
+  {
     name: 'catching up past the late window: a late payment confirmed inside it (Till was down) makes an expired invoice late_paid',
     steps: [
       { at: EXPIRES, fact: TICK, status: 'expired', events: ['expired'] },
