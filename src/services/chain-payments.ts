@@ -184,12 +184,13 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
   const tip = change.connected.at(-1)?.height ?? (lowest ? lowest.height - 1 : null);
   if (tip === null) return [];
   return writeChainChange(ctx, () => {
-    const touched = new Map<string, { before: StoredInvoice; payments: Payment[] }>();
+    // refused: new payments outside the invoice's window for new money as it stood before the change.
+    const touched = new Map<string, { before: StoredInvoice; payments: Payment[]; refused: Payment[] }>();
     const take = (id: string, load: () => StoredInvoice) => {
       let entry = touched.get(id);
       if (!entry) {
         const inv = load();
-        touched.set(id, (entry = { before: inv, payments: inv.payments }));
+        touched.set(id, (entry = { before: inv, payments: inv.payments, refused: [] }));
       }
       return entry;
     };
@@ -208,7 +209,9 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
         const entry = take(m.invoice.id, () => ctx.repos.invoices.get(m.invoice.id)!);
         // A payment first seen in a block (Till was down, or missed the mempool) counts from the block's time.
         const payment: Payment = { txid: m.txid, vout: m.vout, amountSats: m.sats, status: 'confirmed', confirmations: 1, blockHeight: b.height, blockHash: b.hash, firstSeenAt: Math.min(now, b.time) };
-        entry.payments = withPayment(entry.before, entry.payments, payment);
+        const next = withPayment(entry.before, entry.payments, payment);
+        if (next === entry.payments) entry.refused.push(payment);
+        entry.payments = next;
       }
     }
     ctx.repos.chainBlocks.pruneBelow(tip - BLOCKS_KEPT);
@@ -221,15 +224,29 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
     // Invoices with recent payments may cross their confirmation threshold now.
     for (const inv of ctx.repos.invoices.listWithPaymentsFromHeight(base - STATE_DEPTH + 1)) take(inv.id, () => inv);
     const lastTime = change.connected.at(-1)?.time ?? now;
-    return [...touched.values()].map(({ before, payments }) => {
+    return [...touched.values()].map(({ before, payments, refused }) => {
       const counted = countedAt(payments, tip, countedFrom);
       // Judged at a block's time only while catching up (applyPayments), and only a pending or expired
       // invoice can settle: spare the rest the search (with one block, there is nothing to search).
       const search = !ctx.chain.caughtUp && change.connected.length > 1 && (before.status === 'pending' || before.status === 'expired');
       const heldAt = (search ? settlingBlockTime(before, counted, change.connected, now) : null) ?? lastTime;
-      return applyPayments(ctx, before, counted, now, heldAt);
+      return applyPayments(ctx, before, countedAt(withLateJoiners(ctx, before, counted, refused, heldAt, now), tip, countedFrom), now, heldAt);
     });
   });
+}
+
+/**
+ * The payments with those refused against the invoice's window before the
+ * change that the window it settles into takes: a block of the change that
+ * made it late_paid opens paid_at + late window, so a duplicate mined after it
+ * in the same change is reported for refund, as reading them one by one would.
+ */
+function withLateJoiners(ctx: Context, before: StoredInvoice, payments: Payment[], refused: Payment[], heldAt: number, now: number): Payment[] {
+  if (refused.length === 0) return payments;
+  const catchingUp = !ctx.chain.caughtUp;
+  const until = joinUntil(transition(before, { kind: 'payments', payments, catchingUp, heldAt: catchingUp ? heldAt : now }, now).invoice);
+  const joining = refused.filter((p) => until === null || p.firstSeenAt < until);
+  return joining.length === 0 ? payments : [...payments, ...joining];
 }
 
 /**

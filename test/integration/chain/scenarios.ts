@@ -639,6 +639,28 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     }
   }
 
+  onFake('a pruned node, Till down: a late payment makes the invoice late_paid on day 6, a duplicate on day 8 (inside the late_paid window) is recorded for refund', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
+    f.till.clock.advance(5 * 60_000);
+    assert.equal(await expireDueInvoices(f.till.rt.ctx), 1);
+    await f.till.rt.stop();
+    f.till.clock.advance(6 * DAY);
+    await f.node.pay(inv.address, 50_000);
+    await f.node.mine(1);
+    f.till.clock.advance(2 * DAY);
+    const duplicate = await f.node.pay(inv.address, 50_000);
+    await f.node.mine(2);
+    fakeOnly(f).pruneBelow((await f.node.tip()).height);
+    const rt2 = restartTill(t, f);
+    rt2.chain!.start();
+    await rt2.chain!.idle();
+    const stored = rt2.ctx.repos.invoices.get(inv.id)!;
+    assert.equal(stored.status, 'late_paid');
+    assert.deepEqual(stored.payments.find((p) => p.txid === duplicate)?.confirmations, 2);
+    assert.deepEqual(rt2.ctx.repos.events.listForInvoice(inv.id).map((e) => e.type), ['invoice.created', 'invoice.expired', 'invoice.payment_detected', 'invoice.payment_detected', 'invoice.late_paid']);
+  });
+
   onFake('a reorg while Till was down whose new branch is pruned on the node: the payment mined again stays confirmed, no payment_reversed', async (t) => {
     const f = await startChainFixture(t, makeNode);
     const inv = await createInvoice(f);
