@@ -330,18 +330,18 @@ describe('webhook delivery', () => {
   });
 
   test('three endpoints on one host, 16 attempts due for each: at most 32 go to the host at once, and every one answered in time is a success', async (t) => {
-    const f = await startWebhookFixture(t, { events: ['invoice.created'], webhookTimeoutMs: 1000 });
+    const f = await startWebhookFixture(t, { events: ['invoice.created'], webhookTimeoutMs: 2000 });
     for (const path of ['/second', '/third']) {
       const res = await call(f.till, 'POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: { url: `${f.receiver.url}${path}`, enabled_events: ['invoice.created'] } });
       assert.equal(res.status, 201, res.text);
     }
-    // Each answer takes 600 ms of the 1,000 ms deadline: an attempt that waited for a socket behind another would miss it.
+    // Each answer takes 1,200 ms of the 2,000 ms deadline: an attempt that waited for a socket behind another would miss it.
     let open = 0;
     let most = 0;
     f.receiver.respondWith(() => {
       most = Math.max(most, ++open);
-      setTimeout(() => open--, 600);
-      return answer.slowBody({ status: 200, chunk: 'ok', chunks: 1, intervalMs: 600 });
+      setTimeout(() => open--, 1200);
+      return answer.slowBody({ status: 200, chunk: 'ok', chunks: 1, intervalMs: 1200 });
     });
     for (let i = 0; i < 16; i++) await createInvoice(f);
     f.till.rt.webhooks.start(50);
