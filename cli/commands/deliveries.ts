@@ -30,7 +30,7 @@ export function deliveriesCommand(): Command {
 
   cmd.command('replay').description('a fresh cycle of 7 attempts with the same event and body')
     .argument('[id]', 'delivery id (dlv_…)')
-    .option('--all-dead', 'every dead_letter delivery')
+    .option('--all-dead', 'every dead_letter delivery but those of a disabled endpoint (enable it first)')
     .option('--store <id>', 'with --all-dead: only this store')
     .action(function (this: Command, id: string | undefined) {
       const o = this.opts();

@@ -36,14 +36,14 @@ export function webhooksCommand(): Command {
     });
 
   for (const [name, enabled] of [['disable', false], ['enable', true]] as const) {
-    cmd.command(name).description(`${name} an endpoint`).requiredOption('--store <id>', 'store id').argument('<endpoint>', 'endpoint id (we_…)')
+    cmd.command(name).description(name === 'disable' ? 'disable an endpoint: nothing more is sent; its waiting deliveries go to dead_letter, to replay once enabled' : 'enable an endpoint again').requiredOption('--store <id>', 'store id').argument('<endpoint>', 'endpoint id (we_…)')
       .action(function (this: Command, id: string) {
         const e = endpointView(withContext(this, (ctx) => updateEndpoint(ctx, this.opts().store, id, { enabled })));
         emit(this.optsWithGlobals(), e, () => `${e.id} is ${e.status}`);
       });
   }
 
-  cmd.command('delete').description('delete an endpoint').requiredOption('--store <id>', 'store id').argument('<endpoint>', 'endpoint id (we_…)')
+  cmd.command('delete').description('delete an endpoint: its waiting deliveries go to dead_letter, never replayable').requiredOption('--store <id>', 'store id').argument('<endpoint>', 'endpoint id (we_…)')
     .action(function (this: Command, id: string) {
       const e = endpointView(withContext(this, (ctx) => deleteEndpoint(ctx, this.opts().store, id)));
       emit(this.optsWithGlobals(), { ...e, deleted: true }, () => `deleted ${e.id}`);
