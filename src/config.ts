@@ -58,6 +58,13 @@ function asString(raw: unknown, where: string): string {
   return raw;
 }
 
+/** A directory: empty would silently mean wherever Till was started. */
+function directory(raw: unknown, where: string): string {
+  const s = asString(raw, where);
+  if (s.trim() === '') throw new ConfigError(`${where} must not be empty (default: ./data)`);
+  return s;
+}
+
 /** A rate source list, checked as the rate service will read it, so a typo stops Till naming where it was written. */
 function rateSources(raw: unknown, where: string): string {
   const spec = asString(raw, where);
@@ -136,7 +143,7 @@ function setting<K extends keyof Config>(s: Setting<K>): Setting<K> {
 }
 
 export const SETTINGS = [
-  setting({ key: 'dataDir', file: 'data_dir', env: 'TILL_DATA_DIR', flag: 'data-dir', description: 'directory holding till.db and till.toml', parse: asString }),
+  setting({ key: 'dataDir', file: 'data_dir', env: 'TILL_DATA_DIR', flag: 'data-dir', description: 'directory holding till.db and till.toml', parse: directory }),
   setting({ key: 'host', file: 'host', env: 'TILL_HOST', flag: 'host', description: 'address to listen on (loopback unless told otherwise)', parse: host }),
   setting({ key: 'port', file: 'port', env: 'TILL_PORT', flag: 'port', description: 'TCP port to listen on (0 picks a free one)', parse: integer(0, 65535) }),
   setting({ key: 'publicUrl', file: 'public_url', env: 'TILL_PUBLIC_URL', flag: 'public-url', description: 'base URL buyers reach Till at (checkout links)', parse: optionalHttpUrl }),
@@ -239,9 +246,11 @@ export function loadConfig(opts: LoadOptions = {}): Config {
   const layers: Array<[string, (s: (typeof SETTINGS)[number]) => unknown]> = [];
   // The data dir decides where the file is, so it is resolved first.
   const dataDirSetting = SETTINGS[0];
-  const dataDir = resolve(
-    String(flags.dataDir ?? env[dataDirSetting.env] ?? DEFAULTS.dataDir),
-  );
+  const [rawDataDir, dataDirWhere] =
+    flags.dataDir !== undefined ? [flags.dataDir, `--${dataDirSetting.flag}`]
+    : env[dataDirSetting.env] !== undefined ? [env[dataDirSetting.env], dataDirSetting.env]
+    : [DEFAULTS.dataDir, 'data_dir'];
+  const dataDir = resolve(directory(rawDataDir, dataDirWhere));
   const file = opts.ignoreFile ? null : readConfigFile(dataDir);
   if (file) {
     const unknown = listFileKeys(file.values).filter((k) => !KNOWN_FILE_KEYS.has(k));

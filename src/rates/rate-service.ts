@@ -40,6 +40,8 @@ export interface RateServiceOptions {
 
 export const DEFAULT_REFRESH_INTERVAL_MS = 60_000;
 export const DEFAULT_MAX_AGE_MS = 600_000;
+/** A rate stamped further ahead of the clock than this is of unknown age, so stale. */
+const FUTURE_TOLERANCE_MS = 60_000;
 
 export class RateService {
   readonly #providers: readonly RateProvider[];
@@ -118,7 +120,8 @@ export class RateService {
     if (!last) {
       throw new ApiError('rates_unavailable', 'No USD rate yet: no rate source has answered. Sats invoices still work.');
     }
-    if (now - last.fetchedAt > this.#maxAgeMs) {
+    // Stamped ahead of now (saved while the clock ran fast): its age is unknown, so it is not fresh.
+    if (now - last.fetchedAt > this.#maxAgeMs || last.fetchedAt > now + FUTURE_TOLERANCE_MS) {
       throw new ApiError(
         'rates_unavailable',
         `The USD rate is stale: last fetched at ${toIso(last.fetchedAt)} from ${last.source}. Sats invoices still work.`,

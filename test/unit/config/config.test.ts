@@ -72,6 +72,11 @@ const invalid: Array<[string, Record<string, string>, RegExp]> = [
   ['a public URL with a user in it', { TILL_PUBLIC_URL: 'https://bob@pay.example.com' }, /TILL_PUBLIC_URL must not hold a user name or password/],
   ['an unparsable RPC URL with a password in it: echoed without it', { TILL_RPC_URL: 'http://rpc:hunter2@127.0.0.1:83329' }, /^TILL_RPC_URL must be an http\(s\) URL \(got "http:\/\/…@127\.0\.0\.1:83329"\)$/],
 ];
+test('invalid: an empty data dir (variable or flag) is refused, never taken as the working directory', () => {
+  assert.throws(() => loadConfig({ env: { TILL_DATA_DIR: '' } }), (e: Error) => e instanceof ConfigError && /^TILL_DATA_DIR must not be empty/.test(e.message));
+  assert.throws(() => loadConfig({ env: {}, flags: { dataDir: ' ' } }), (e: Error) => e instanceof ConfigError && /^--data-dir must not be empty/.test(e.message));
+});
+
 for (const [name, env, message] of invalid) {
   test(`invalid: ${name}`, (t) => {
     const dir = tempDir(t);

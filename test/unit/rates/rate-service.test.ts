@@ -260,6 +260,14 @@ describe('RateService', () => {
     assert.throws(() => service.current(), isRatesUnavailable);
   });
 
+  test('a stored rate stamped ahead of the clock (saved while it ran fast) is of unknown age: not used', () => {
+    const store = createMemoryStore({ rateCentsPerBtc: 9_700_000, source: 'kraken', fetchedAt: clock.now() + 2 * 3600_000 });
+    assert.throws(() => createService({ store }).current(), isRatesUnavailable);
+    // A minute's skew between the saving and the reading clock is tolerated.
+    const nearly = createMemoryStore({ rateCentsPerBtc: 9_700_000, source: 'kraken', fetchedAt: clock.now() + 60_000 });
+    assert.equal(createService({ store: nearly }).current().rateCentsPerBtc, 9_700_000);
+  });
+
   test('a malformed stored rate is ignored and logged', () => {
     const logger = createLogger();
     const store = createMemoryStore({ rateCentsPerBtc: 97000.5, source: 'kraken', fetchedAt: clock.now() });
