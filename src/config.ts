@@ -148,7 +148,7 @@ export const SETTINGS = [
   setting({ key: 'port', file: 'port', env: 'TILL_PORT', flag: 'port', description: 'TCP port to listen on (0 picks a free one)', parse: integer(0, 65535) }),
   setting({ key: 'publicUrl', file: 'public_url', env: 'TILL_PUBLIC_URL', flag: 'public-url', description: 'base URL buyers reach Till at (checkout links)', parse: optionalHttpUrl }),
   setting({ key: 'dashboardUrl', file: 'dashboard_url', env: 'TILL_DASHBOARD_URL', flag: 'dashboard-url', description: 'base URL of the dashboard named in error messages (empty: Till\'s own help pages)', parse: optionalHttpUrl }),
-  setting({ key: 'network', file: 'network', env: 'TILL_NETWORK', flag: 'network', description: 'bitcoin network: main, test, signet or regtest', parse: oneOf(NETWORKS) }),
+  setting({ key: 'network', file: 'network', env: 'TILL_NETWORK', flag: 'network', description: 'bitcoin network: main, test, signet or regtest (a data dir keeps the one it was first used with)', parse: oneOf(NETWORKS) }),
   setting({ key: 'rates', file: 'rates', env: 'TILL_RATES', flag: 'rates', description: 'USD rate sources: kraken,bitstamp,coinbase or fixed:<usd>', parse: rateSources }),
   setting({ key: 'synchronous', file: 'synchronous', env: 'TILL_SYNCHRONOUS', flag: 'synchronous', description: 'SQLite durability: FULL (default) or NORMAL', parse: oneOf(['FULL', 'NORMAL'] as const) }),
   setting({ key: 'busyTimeoutMs', file: 'busy_timeout_ms', env: 'TILL_BUSY_TIMEOUT_MS', flag: 'busy-timeout-ms', description: 'how long a write waits for another connection (e.g. the CLI) before 503 database_unavailable', parse: integer(0, 60_000) }),

@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.ts';
-import { publicBaseUrl, type Config } from '../config.ts';
+import { ConfigError, publicBaseUrl, type Config } from '../config.ts';
 import type { Db } from '../db/connection.ts';
 import { createAddressPoolRepo } from '../db/address-pool.ts';
 import { createChainBlocksRepo } from '../db/chain-blocks.ts';
@@ -65,12 +65,29 @@ function createRepos(db: Db) {
   };
 }
 
+/**
+ * A data directory serves one network: its keys, pooled addresses and chain
+ * state mean nothing on another. The first use records it (a data dir from
+ * before this check takes the network it is opened with); another is refused.
+ */
+function bindNetwork(repos: ReturnType<typeof createRepos>, config: Config): void {
+  const held = repos.meta.get('network');
+  if (held === null) repos.meta.set('network', config.network);
+  else if (held !== config.network) {
+    throw new ConfigError(
+      `${config.dataDir} holds a till for network "${held}" (its keys, addresses and chain state); Till is configured for "${config.network}". Use another data directory for ${config.network} (--data-dir), or set network back to ${held}.`,
+    );
+  }
+}
+
 export function createContext(db: Db, clock: Clock, config: Config): Context {
+  const repos = createRepos(db);
+  bindNetwork(repos, config);
   return {
     db,
     clock,
     config,
-    repos: createRepos(db),
+    repos,
     writes: createWriteQueue(db),
     feed: new InvoiceFeed(),
     chain: { connected: false, initialBlockDownload: false, caughtUp: false, tipHeight: null, blockChanges: 0 },

@@ -16,6 +16,19 @@ import { runTillOnTerminal } from '../../helpers/terminal.ts';
 const REGTEST = { TILL_NETWORK: 'regtest' };
 
 describe('till admin CLI (real processes on a temp data dir)', () => {
+  test('a data dir serves one network: opened for another, every command (serve too) refuses, naming both', async (t) => {
+    const dataDir = tempDir(t);
+    const store = await tillJson(['store', 'create', '--name', 'S', '--mode', 'live'], { dataDir, env: REGTEST });
+    const key = testTpub('one-network');
+    assert.equal((await runTill(['xpub', 'add', '--store', store.id, '--env', 'live', key], { dataDir, env: REGTEST })).code, 0);
+    for (const args of [['store', 'list'], ['--port', '0', 'serve']]) {
+      const r = await runTill(args, { dataDir, env: { TILL_NETWORK: 'signet' }, timeoutMs: 20_000 });
+      assert.equal(r.code, 1, args.join(' '));
+      assert.match(r.stderr, /holds a till for network "regtest" .*configured for "signet"\. Use another data directory for signet \(--data-dir\), or set network back to regtest/);
+    }
+    assert.equal((await runTill(['store', 'list'], { dataDir, env: REGTEST })).code, 0, 'its own network still opens it');
+  });
+
   test('store create, list, show, set, archive', async (t) => {
     const dataDir = tempDir(t);
     const created = await tillJson(['store', 'create', '--name', "Bob's Bikes", '--mode', 'test', '--confirmations', '2'], { dataDir });

@@ -78,7 +78,8 @@ test('a second serve on the same data dir refuses to start; the CLI still works 
   const second = await runTill(['--port', '0', 'serve', '--demo'], { dataDir, timeoutMs: 20_000 });
   assert.equal(second.code, 1);
   assert.match(second.stderr, /another till serve \(pid \d+ on .*\) is running/);
-  const list = await runTill(['--json', 'store', 'list'], { dataDir });
+  // On the demo's network (regtest): the data dir is bound to it.
+  const list = await runTill(['--json', 'store', 'list'], { dataDir, env: { TILL_NETWORK: 'regtest' } });
   assert.equal(list.code, 0, list.stderr);
   assert.equal(JSON.parse(list.stdout).length, 1);
 });
