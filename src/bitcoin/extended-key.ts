@@ -42,6 +42,12 @@ export interface WatchKey {
   depth: number;
   /** Non-hardened path from the key to the receive branch: [0], so address i is KEY/0/i. */
   receiveBranch: readonly number[];
+  /**
+   * What the addresses derive from: script type, the key itself (not its
+   * version bytes, origin or wrapper) and the receive branch. Two texts with
+   * one identity (`tpub…` and `pkh(tpub…)`) give the same addresses.
+   */
+  identity: string;
 }
 
 export interface ParseWatchKeyOptions {
@@ -101,9 +107,11 @@ export function parseWatchKey(input: string, network: TillNetwork, opts: ParseWa
     refuse(`Multisig extended keys (${key.version.prefix}) are not supported: Till watches single-key wallets.`);
   }
   if (opts.requireNetworkMatch) checkNetwork(key.version, network);
+  const scriptType = descriptor?.scriptType ?? key.version.scriptType;
+  const receiveBranch = descriptor?.receiveBranch ?? [0];
   return {
     kind: descriptor ? 'descriptor' : 'xpub',
-    scriptType: descriptor?.scriptType ?? key.version.scriptType,
+    scriptType,
     keyNetwork: key.version.keyNetwork,
     normalized: descriptor?.normalized ?? text,
     xpub,
@@ -111,7 +119,8 @@ export function parseWatchKey(input: string, network: TillNetwork, opts: ParseWa
     originPath: descriptor?.originPath ?? null,
     parentFingerprint: key.parentFingerprint.toString(16).padStart(8, '0'),
     depth: key.depth,
-    receiveBranch: descriptor?.receiveBranch ?? [0],
+    receiveBranch,
+    identity: `${scriptType}:${Buffer.from(key.publicKey).toString('hex')}:${Buffer.from(key.chainCode).toString('hex')}:${receiveBranch.join('/')}`,
   };
 }
 

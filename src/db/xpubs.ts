@@ -54,7 +54,6 @@ export type XpubsRepo = ReturnType<typeof createXpubsRepo>;
 export function createXpubsRepo(db: Db) {
   const byId = db.prepare<[string], Row>('SELECT * FROM xpubs WHERE id = ?');
   const active = db.prepare<[string, Env], Row>("SELECT * FROM xpubs WHERE store_id = ? AND env = ? AND status = 'active'");
-  const byKey = db.prepare<[string], Row>('SELECT * FROM xpubs WHERE key_text = ?');
   const byStore = db.prepare<[string], Row>('SELECT * FROM xpubs WHERE store_id = ? ORDER BY id');
   const all = db.prepare<[], Row>('SELECT * FROM xpubs ORDER BY id');
   const allActive = db.prepare<[], Row>("SELECT * FROM xpubs WHERE status = 'active'");
@@ -78,9 +77,6 @@ export function createXpubsRepo(db: Db) {
     findActive(storeId: string, env: Env): XpubRecord | null {
       const row = active.get(storeId, env);
       return row ? toRecord(row) : null;
-    },
-    findByKey(keyText: string): XpubRecord[] {
-      return byKey.all(keyText).map(toRecord);
     },
     list(storeId?: string): XpubRecord[] {
       return (storeId ? byStore.all(storeId) : all.all()).map(toRecord);

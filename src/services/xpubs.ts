@@ -34,7 +34,8 @@ export function addXpub(ctx: Context, input: AddXpubInput): { xpub: XpubRecord; 
   const key = parseWatchKey(input.key.trim(), ctx.config.network, { requireNetworkMatch: input.env === 'live' });
   const now = ctx.clock.now();
   const result = inTransaction(ctx.db, () => {
-    const known = ctx.repos.xpubs.findByKey(key.normalized);
+    // The same key in another form (bare or descriptor, with or without origin) derives the same addresses.
+    const known = ctx.repos.xpubs.list().filter((x) => parseWatchKey(x.keyText, ctx.config.network, { requireNetworkMatch: false }).identity === key.identity);
     const elsewhere = known.find((x) => x.storeId !== store.id || x.env !== input.env);
     if (elsewhere) {
       throw invalidField('xpub', `this key is already registered for store ${elsewhere.storeId} (${elsewhere.env}); one key serves one store and environment, or addresses would be shared`);

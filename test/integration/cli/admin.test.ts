@@ -115,6 +115,14 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     const back = await tillJson(['xpub', 'add', '--store', store.id, '--env', 'live', testTpub('cli')], { dataDir, env });
     assert.equal(back.xpub.id, live.xpub.id, 'a retired key added again comes back');
     assert.equal(back.xpub.gap_limit, 50, 'with its own gap limit, not the default');
+    // The same key in another form (no key origin here; a descriptor there) derives the same addresses: it is
+    // that key again, never a second one starting at index 0 over addresses already handed out.
+    const again = await tillJson(['xpub', 'add', '--store', store.id, '--env', 'live', `wpkh(${testTpub('cli-2')}/0/*)`], { dataDir, env });
+    assert.equal(again.xpub.id, desc.xpub.id);
+    const other = await tillJson(['store', 'create', '--name', 'T', '--mode', 'live'], { dataDir, env });
+    const shared = await runTill(['xpub', 'add', '--store', other.id, '--env', 'live', `pkh(${testTpub('cli')})`], { dataDir, env });
+    assert.equal(shared.code, 1);
+    assert.match(shared.stderr, new RegExp(`already registered for store ${store.id} \\(live\\)`));
 
     const refusals: Array<[string, string, RegExp]> = [
       ['a private key', 'tprv8ZgxMBicQKsPd9TeAdPADNnSyH9SSUUbTVeFszDE23Ki6TBB5nCefAdHkK8Fm3qMQR6sHwA56zqRmKmxnHk37JkiFzvncDqoKmPWubu7hDF', /PRIVATE key/],
