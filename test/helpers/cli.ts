@@ -36,3 +36,8 @@ export async function tillJson<T = any>(args: string[], opts: { dataDir: string;
   if (r.code !== 0) throw new Error(`till ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
   return JSON.parse(r.stdout) as T;
 }
+
+/** runTill on a running test till's data dir, on its network (a data dir serves one network). */
+export function runTillBeside(till: { config: { dataDir: string; network: string } }, args: string[], opts: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<CliResult> {
+  return runTill(args, { ...opts, dataDir: till.config.dataDir, env: { TILL_NETWORK: till.config.network, ...opts.env } });
+}

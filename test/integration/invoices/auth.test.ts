@@ -6,7 +6,7 @@ import { generateApiKey } from '../../../src/auth/api-keys.ts';
 import { mintApiKey, revokeApiKey } from '../../../src/services/api-keys.ts';
 import { archiveStore, updateStore } from '../../../src/services/stores.ts';
 import { addXpub } from '../../../src/services/xpubs.ts';
-import { runTill } from '../../helpers/cli.ts';
+import { runTillBeside } from '../../helpers/cli.ts';
 import { testTpub } from '../../helpers/keys.ts';
 import { call, setupStore, startTestTill, TRANSPORTS, type TestTill } from '../../helpers/till-server.ts';
 import { assertError, assertInvoice, assertWritesNothing, nextIndex, postInvoice, useTill, type ApiResult } from './invoice-api.ts';
@@ -180,7 +180,7 @@ describe('revoking with the real CLI while the server runs (socket)', () => {
     const till = await startTestTill(t);
     const s = setupStore(till);
     assertInvoice(await postInvoice(till, s.key, { amount_sats: 1000 }));
-    const cli = await runTill(['keys', 'revoke', s.keyId], { dataDir: till.config.dataDir, env: { TILL_NETWORK: 'regtest' } });
+    const cli = await runTillBeside(till, ['keys', 'revoke', s.keyId]);
     assert.equal(cli.code, 0, cli.stderr);
     assert.match(cli.stdout, new RegExp(`revoked ${s.keyId}`));
     const res = await assertWritesNothing(till, () => postInvoice(till, s.key, { amount_sats: 1000 }));

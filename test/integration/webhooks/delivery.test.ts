@@ -9,7 +9,7 @@ import { RETRY_DELAYS_MS } from '../../../src/webhooks/schedule.ts';
 import { verifyWebhook } from '../../../src/webhooks/signature.ts';
 import { answer } from '../../fakes/webhook-receiver.ts';
 import { capturedLogger } from '../../helpers/captured-log.ts';
-import { runTill } from '../../helpers/cli.ts';
+import { runTillBeside } from '../../helpers/cli.ts';
 import { call, setupStore } from '../../helpers/till-server.ts';
 import { createInvoice, deliveriesOf, startWebhookFixture } from './helpers.ts';
 import { holdWriteLock } from '../../helpers/write-lock.ts';
@@ -114,7 +114,7 @@ describe('webhook delivery', () => {
     assert.equal((await f.receiver.waitForRequests(1, 5000)).length, 1);
     // Its delivery exists before the endpoint is disabled.
     await createInvoice(f);
-    const r = await runTill(['webhooks', 'disable', '--store', f.store.storeId, f.endpointId], { dataDir: f.till.config.dataDir });
+    const r = await runTillBeside(f.till, ['webhooks', 'disable', '--store', f.store.storeId, f.endpointId]);
     assert.equal(r.code, 0, r.stderr);
     f.till.clock.advance(SENDING_SECRETS_TTL_MS);
     await f.till.rt.webhooks.runOnce();
@@ -122,13 +122,13 @@ describe('webhook delivery', () => {
     // Set aside, not failed (spec 3.2: failed is a receiver's 4xx): replayable once the endpoint is enabled again.
     const held = deliveriesOf(f.till).find((d) => d.status !== 'success')!;
     assert.equal(held.status, 'dead_letter');
-    const refused = await runTill(['deliveries', 'replay', held.id], { dataDir: f.till.config.dataDir });
+    const refused = await runTillBeside(f.till, ['deliveries', 'replay', held.id]);
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /is disabled: enable it \(till webhooks enable/);
-    const all = await runTill(['--json', 'deliveries', 'replay', '--all-dead'], { dataDir: f.till.config.dataDir });
+    const all = await runTillBeside(f.till, ['--json', 'deliveries', 'replay', '--all-dead']);
     assert.deepEqual(JSON.parse(all.stdout), [], 'replay --all-dead leaves a disabled endpoint\'s dead letters alone');
-    assert.equal((await runTill(['webhooks', 'enable', '--store', f.store.storeId, f.endpointId], { dataDir: f.till.config.dataDir })).code, 0);
-    assert.equal((await runTill(['deliveries', 'replay', held.id], { dataDir: f.till.config.dataDir })).code, 0);
+    assert.equal((await runTillBeside(f.till, ['webhooks', 'enable', '--store', f.store.storeId, f.endpointId])).code, 0);
+    assert.equal((await runTillBeside(f.till, ['deliveries', 'replay', held.id])).code, 0);
     // The CLI dates the replay by the system clock, which has run ahead of the test's.
     f.till.clock.set(Math.max(f.till.clock.now(), Date.now()) + SENDING_SECRETS_TTL_MS);
     await f.till.rt.webhooks.runOnce();
@@ -136,12 +136,12 @@ describe('webhook delivery', () => {
     assert.deepEqual(deliveriesOf(f.till).map((d) => d.status), ['success', 'success']);
     // Deleted: its dead letters can never be replayed (410 gone).
     await createInvoice(f);
-    assert.equal((await runTill(['webhooks', 'delete', '--store', f.store.storeId, f.endpointId], { dataDir: f.till.config.dataDir })).code, 0);
+    assert.equal((await runTillBeside(f.till, ['webhooks', 'delete', '--store', f.store.storeId, f.endpointId])).code, 0);
     f.till.clock.advance(SENDING_SECRETS_TTL_MS);
     await f.till.rt.webhooks.runOnce();
     const orphan = deliveriesOf(f.till).find((d) => d.status !== 'success')!;
     assert.equal(orphan.status, 'dead_letter');
-    const gone = await runTill(['deliveries', 'replay', orphan.id], { dataDir: f.till.config.dataDir });
+    const gone = await runTillBeside(f.till, ['deliveries', 'replay', orphan.id]);
     assert.equal(gone.code, 1);
     assert.match(gone.stderr, /which was deleted; it cannot be replayed/);
   });
@@ -180,7 +180,7 @@ describe('webhook delivery', () => {
     assert.equal(dead.status, 'dead_letter');
     await moveTo('/fixed');
     assert.equal(urlOf(waiting!.id), `${f.receiver.url}/moved`);
-    const r = await runTill(['deliveries', 'replay', dead.id], { dataDir: f.till.config.dataDir });
+    const r = await runTillBeside(f.till, ['deliveries', 'replay', dead.id]);
     assert.equal(r.code, 0, r.stderr);
     // The CLI's replay is due at its own (real) time: move the till's clock past it.
     f.till.clock.advance(7 * 24 * 3600_000);
@@ -280,7 +280,7 @@ describe('webhook delivery', () => {
     assert.equal(f.receiver.requests.length, 7, 'nothing more after dead_letter');
 
     // Replay through the real CLI on the same data dir, as an admin would.
-    const r = await runTill(['deliveries', 'replay', '--all-dead'], { dataDir: f.till.config.dataDir });
+    const r = await runTillBeside(f.till, ['deliveries', 'replay', '--all-dead']);
     assert.equal(r.code, 0, r.stderr);
     f.receiver.respondWith(answer.status(200, 'thanks'));
     await f.till.rt.webhooks.runOnce();
