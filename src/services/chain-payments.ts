@@ -3,7 +3,7 @@ import type { UnspentOutput } from '../bitcoin/bitcoind.ts';
 import { WatchSet } from '../bitcoin/watch-set.ts';
 import type { StoredInvoice } from '../db/invoices.ts';
 import type { Payment } from '../domain/invoice.ts';
-import { joinUntil, transition, watchUntil } from '../domain/invoice-state.ts';
+import { joinUntil, transition, watchUntil, type Fact } from '../domain/invoice-state.ts';
 import { isSimulatedPayment } from '../domain/synthetic-payment.ts';
 import type { Context } from './context.ts';
 import { saveTransition } from './invoices.ts';
@@ -80,6 +80,12 @@ function withPayment(inv: StoredInvoice, payments: Payment[], p: Payment): Payme
   return next;
 }
 
+/** The payments fact as the chain gives it: judged at `heldAt` only while catching up. */
+function paymentsFact(ctx: Context, payments: Payment[], heldAt: number, now: number): Fact {
+  const catchingUp = !ctx.chain.caughtUp;
+  return { kind: 'payments', payments, catchingUp, heldAt: catchingUp ? heldAt : now };
+}
+
 /**
  * Runs the state machine on an invoice's new payment list and saves the
  * result. `heldAt`: when the chain held the list (the time of the block that
@@ -88,8 +94,7 @@ function withPayment(inv: StoredInvoice, payments: Payment[], p: Payment): Payme
  * off by an hour or more).
  */
 function applyPayments(ctx: Context, inv: StoredInvoice, payments: Payment[], now: number, heldAt = now): StoredInvoice {
-  const catchingUp = !ctx.chain.caughtUp;
-  const { invoice, events } = transition(inv, { kind: 'payments', payments, catchingUp, heldAt: catchingUp ? heldAt : now }, now);
+  const { invoice, events } = transition(inv, paymentsFact(ctx, payments, heldAt, now), now);
   if (payments === inv.payments && events.length === 0 && invoice.status === inv.status && invoice.paidAt === inv.paidAt && invoice.expiredAt === inv.expiredAt) {
     // Only confirmation counts moved (already written): a new version for the
     // checkout streams, and the watch horizon, without rewriting every payment.
@@ -243,8 +248,7 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
  */
 function withLateJoiners(ctx: Context, before: StoredInvoice, payments: Payment[], refused: Payment[], heldAt: number, now: number): Payment[] {
   if (refused.length === 0) return payments;
-  const catchingUp = !ctx.chain.caughtUp;
-  const until = joinUntil(transition(before, { kind: 'payments', payments, catchingUp, heldAt: catchingUp ? heldAt : now }, now).invoice);
+  const until = joinUntil(transition(before, paymentsFact(ctx, payments, heldAt, now), now).invoice);
   const joining = refused.filter((p) => until === null || p.firstSeenAt < until);
   return joining.length === 0 ? payments : [...payments, ...joining];
 }
