@@ -116,6 +116,16 @@ export class InvoiceStreams {
   open(invoiceId: string, client: string, sink: StreamSink, clientVersion: number | null = null): OpenedStream | null {
     const release = this.limiter.acquire(client);
     const stream = new Stream(this, sink, release);
+    try {
+      return this.#start(stream, invoiceId, clientVersion);
+    } catch (err) {
+      // A read that failed (the database) must not keep the client's slot and subscription.
+      stream.close(false);
+      throw err;
+    }
+  }
+
+  #start(stream: Stream, invoiceId: string, clientVersion: number | null): OpenedStream | null {
     // Subscribe before reading, so a change committed in between is not lost.
     const unsubscribe = this.#ctx.feed.subscribe(invoiceId, (inv) => stream.update(this.#share(inv)));
     stream.cleanups.push(unsubscribe);

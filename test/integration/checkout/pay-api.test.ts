@@ -17,6 +17,17 @@ import { createInvoice, openEvents, openSocket, simulate, waitFor, within } from
 const DAY_MS = 24 * 60 * 60 * 1000;
 const MISSING_ID = 'inv_00000000000000000000000000';
 
+/** Another process renames a table under the running server: every read of it fails until it is renamed back. */
+function renameTable(till: TestTill, from: string, to: string): void {
+  const other = new Database(databasePath(till.config.dataDir));
+  try {
+    other.pragma('busy_timeout = 5000');
+    other.exec(`ALTER TABLE ${from} RENAME TO ${to}`);
+  } finally {
+    other.close();
+  }
+}
+
 describe('GET /pay/invoices/:id', () => {
   for (const transport of TRANSPORTS) {
     test(`returns the invoice without metadata or callback_url, with store branding (${transport})`, async (t) => {
@@ -340,10 +351,7 @@ describe('WebSocket /pay/invoices/:id/stream', () => {
   test('a snapshot that cannot be read closes the socket 1011 and logs why; the server goes on', async (t) => {
     const { logger, lines } = capturedLogger();
     const till = await startTestTill(t, { logger });
-    // Another process breaks the schema under the running server: every read of an invoice fails.
-    const other = new Database(databasePath(till.config.dataDir));
-    other.exec('ALTER TABLE invoices RENAME TO invoices_moved');
-    other.close();
+    renameTable(till, 'invoices', 'invoices_moved');
     const sock = openSocket(t, wsUrl(till, `/pay/invoices/${MISSING_ID}/stream`));
     await within(2000, 'open', sock.opened);
     assert.deepEqual(await within(2000, 'close', sock.closed), { code: 1011, reason: 'internal error' });
@@ -610,6 +618,23 @@ describe('stream limits', () => {
     const again = await rawRequest(portOf(till), events, '127.0.0.1');
     t.after(() => again.destroy());
     assert.equal(again.res.statusCode, 200, 'the slot was given back');
+  });
+
+  test('a stream whose first read failed (1011 or 500) gives its slot and subscription back', async (t) => {
+    const till = await startTestTill(t, { env: { TILL_MAX_STREAMS_PER_CLIENT: '1' } });
+    const inv = await createInvoice(till, setupStore(till));
+    const events = `/pay/invoices/${inv.id}/events`;
+    renameTable(till, 'invoices', 'invoices_moved');
+    const sock = openSocket(t, wsUrl(till, `/pay/invoices/${inv.id}/stream`));
+    assert.equal((await within(2000, 'close', sock.closed)).code, 1011);
+    const failed = await rawRequest(portOf(till), events, '127.0.0.1');
+    failed.destroy();
+    assert.equal(failed.res.statusCode, 500);
+    renameTable(till, 'invoices_moved', 'invoices');
+    assert.equal(till.rt.ctx.feed.subscriberCount(inv.id), 0);
+    const again = await rawRequest(portOf(till), events, '127.0.0.1');
+    t.after(() => again.destroy());
+    assert.equal(again.res.statusCode, 200, 'the client still has its slot');
   });
 
   test('behind a trusted proxy each forwarded client has its own limit; another peer cannot name a client', async (t) => {
