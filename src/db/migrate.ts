@@ -13,17 +13,29 @@ export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;
  * is refused rather than half-understood.
  */
 export function migrate(db: Database.Database): number {
-  const current = db.pragma('user_version', { simple: true }) as number;
-  if (current > LATEST_SCHEMA_VERSION) {
-    throw new SchemaTooNewError(
-      `this database has schema version ${current}, but this Till knows only up to ${LATEST_SCHEMA_VERSION}: it was written by a newer Till. Upgrade Till, or restore a backup made by this version.`,
-    );
-  }
-  for (const m of MIGRATIONS.slice(current)) {
+  refuseNewer(schemaVersion(db));
+  for (const m of MIGRATIONS.slice(schemaVersion(db))) {
     db.transaction(() => {
+      // Read again under the write lock: another process (the server and a CLI
+      // command started together after an upgrade) may have applied it meanwhile.
+      const current = schemaVersion(db);
+      refuseNewer(current);
+      if (current >= m.version) return;
       db.exec(m.sql);
       db.pragma(`user_version = ${m.version}`);
     }).immediate();
   }
   return LATEST_SCHEMA_VERSION;
+}
+
+function schemaVersion(db: Database.Database): number {
+  return db.pragma('user_version', { simple: true }) as number;
+}
+
+function refuseNewer(current: number): void {
+  if (current > LATEST_SCHEMA_VERSION) {
+    throw new SchemaTooNewError(
+      `this database has schema version ${current}, but this Till knows only up to ${LATEST_SCHEMA_VERSION}: it was written by a newer Till. Upgrade Till, or restore a backup made by this version.`,
+    );
+  }
 }

@@ -1,12 +1,16 @@
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { createRequire } from 'node:module';
 import { test } from 'node:test';
+import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { databasePath, openDatabase } from '../../../src/db/connection.ts';
 import { LATEST_SCHEMA_VERSION, migrate, SchemaTooNewError } from '../../../src/db/migrate.ts';
 import { MIGRATIONS } from '../../../src/db/migrations/index.ts';
 import { tempDir } from '../../helpers/temp.ts';
+
+const require = createRequire(import.meta.url);
 
 test('every migration runs in order from an empty file', (t) => {
   const dir = tempDir(t);
@@ -60,4 +64,56 @@ test('a file that is not a database is refused, not overwritten', (t) => {
   const dir = tempDir(t);
   writeFileSync(databasePath(dir), 'this is not sqlite, it is somebody\'s notes'.repeat(100));
   assert.throws(() => openDatabase(dir), /not a database/);
+});
+
+// The CLI may run while the server runs (DESIGN.md "Deployment shape"): after an
+// upgrade, `till serve` and a `till ...` admin command both open the old
+// database and both migrate it. The one that waited for the write lock must
+// not apply again what the other applied (DROP INDEX of a dropped index).
+test('two processes migrating the same old database at once: the second one does not fail', async (t) => {
+  const dir = tempDir(t);
+  const path = databasePath(dir);
+  // A database left by a Till that knew migrations 1-3.
+  const old = new Database(path);
+  old.pragma('journal_mode = WAL');
+  for (const m of MIGRATIONS.slice(0, 3)) {
+    old.exec(m.sql);
+    old.pragma(`user_version = ${m.version}`);
+  }
+  old.close();
+
+  // "Another process" (a worker thread with its own connection) is migrating: it
+  // holds the write lock while it applies migration 4, and commits 400 ms later.
+  const m4 = MIGRATIONS[3]!;
+  const shared = new Int32Array(new SharedArrayBuffer(4));
+  const worker = new Worker(
+    `
+    const { workerData } = require('node:worker_threads');
+    const Database = require(workerData.sqlite);
+    const db = new Database(workerData.path, { timeout: 5000 });
+    db.exec('BEGIN IMMEDIATE');
+    db.exec(workerData.sql);
+    db.pragma('user_version = ' + workerData.version);
+    Atomics.store(workerData.shared, 0, 1);
+    Atomics.notify(workerData.shared, 0);
+    Atomics.wait(workerData.shared, 0, 1, 400);
+    db.exec('COMMIT');
+    db.close();
+    `,
+    { eval: true, workerData: { path, sql: m4.sql, version: m4.version, shared, sqlite: require.resolve('better-sqlite3') } },
+  );
+  const exited = new Promise((resolve) => worker.on('exit', resolve));
+  t.after(() => worker.terminate());
+  Atomics.wait(shared, 0, 0, 5000);
+  assert.equal(Atomics.load(shared, 0), 1, 'the worker holds the write lock');
+
+  // This process opens the data dir meanwhile (as a CLI command would).
+  let db: ReturnType<typeof openDatabase> | undefined;
+  try {
+    db = openDatabase(dir);
+    assert.equal(db.pragma('user_version', { simple: true }), LATEST_SCHEMA_VERSION);
+  } finally {
+    db?.close();
+    await exited;
+  }
 });
