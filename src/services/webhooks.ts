@@ -8,7 +8,7 @@ import type { Invoice } from '../domain/invoice.ts';
 import { invoiceView } from '../domain/invoice-view.ts';
 import { parseReceiverUrl } from '../domain/receiver-url.ts';
 import { newId } from '../ids.ts';
-import { generateWebhookSecret, PREVIOUS_SECRET_VALIDITY_MS } from '../webhooks/secrets.ts';
+import { generateWebhookSecret, rotateWebhookSecret } from '../webhooks/secrets.ts';
 import type { Context } from './context.ts';
 import { getStore } from './stores.ts';
 
@@ -116,10 +116,20 @@ export function deleteEndpoint(ctx: Context, storeId: string, id: string): Endpo
   });
 }
 
+/** The previous secret stays valid 24 h (spec 6.3.5), so receivers can switch without dropping events. */
 function rotated(ctx: Context, current: SealedSecrets): { sealed: SealedSecrets; secret: string } {
-  const secret = generateWebhookSecret();
-  // The previous secret stays valid 24 h (spec 6.3.5), so receivers can switch without dropping events.
-  return { secret, sealed: { secret: ctx.secrets.seal(secret), previous: current.secret, previousExpiresAt: ctx.clock.now() + PREVIOUS_SECRET_VALIDITY_MS } };
+  // Kept sealed as it is; one this data dir cannot open (restored without secret.key) is not kept at all.
+  const next = rotateWebhookSecret(canOpen(ctx, current.secret) ? current.secret : null, ctx.clock.now());
+  return { secret: next.secret, sealed: { secret: ctx.secrets.seal(next.secret), previous: next.previousSecret, previousExpiresAt: next.previousSecretExpiresAt } };
+}
+
+function canOpen(ctx: Context, sealed: string): boolean {
+  try {
+    ctx.secrets.open(sealed);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 export function rotateEndpointSecret(ctx: Context, storeId: string, id: string): { endpoint: EndpointRecord; secret: string } {

@@ -11,6 +11,8 @@ import { sendWebhook, type SendResult } from './send.ts';
 import { signPayload } from './signature.ts';
 
 export const USER_AGENT = 'Service-Webhook/1.0';
+/** The attempt's error when the signing secret cannot be opened (a data dir restored without its secret.key). */
+export const UNREADABLE_SECRET = 'the signing secret cannot be read with this data directory\'s secret.key: rotate it (till webhooks rotate)';
 /** How long an attempt's outcome may wait for others to share its commit. */
 const OUTCOME_COMMIT_WAIT_MS = 5;
 /** A failed outcome commit is tried again after 1 s, doubling up to 30 s. */
@@ -279,6 +281,25 @@ export class DeliveryWorker {
     return plain;
   }
 
+  /** The secrets that sign now (spec 6.3.5), or null when the current one cannot be opened. */
+  #signingSecrets(sealed: SendingSecrets, now: number): string[] | null {
+    let current: string;
+    try {
+      current = this.#open(sealed.secret);
+    } catch {
+      return null;
+    }
+    let previous: string | null = null;
+    if (sealed.previous && sealed.previousExpiresAt !== null && now < sealed.previousExpiresAt) {
+      try {
+        previous = this.#open(sealed.previous);
+      } catch {
+        // Unreadable: the current secret alone signs, which every receiver switched to it checks.
+      }
+    }
+    return validSecrets(current, previous, sealed.previousExpiresAt, now);
+  }
+
   /** `sealed` is null when the endpoint was disabled or deleted after the event: nothing is sent then. */
   async #send(d: DueDelivery, sealed: SendingSecrets | null): Promise<{ startedAt: number; result: SendResult }> {
     const ctx = this.#ctx;
@@ -287,15 +308,13 @@ export class DeliveryWorker {
     if (pending) await pending;
     const startedAt = ctx.clock.now();
     let result: SendResult;
+    const secrets = sealed && this.#signingSecrets(sealed, startedAt);
     if (!sealed) {
       result = { responseBody: null, error: 'endpoint disabled or deleted', timedOut: false, durationMs: 0 };
+    } else if (!secrets) {
+      // An attempt that fails like any other: retried on the schedule, then dead_letter, replayable once rotated.
+      result = { responseBody: null, error: UNREADABLE_SECRET, timedOut: false, durationMs: 0 };
     } else {
-      const secrets = validSecrets(
-        this.#open(sealed.secret),
-        sealed.previous ? this.#open(sealed.previous) : null,
-        sealed.previousExpiresAt,
-        startedAt,
-      );
       // Signed afresh at every attempt: a retry carrying the first attempt's t would fail the 300 s check.
       const signature = signPayload(d.body, secrets, Math.floor(startedAt / 1000));
       result = await sendWebhook({

@@ -26,8 +26,11 @@ export interface SecretState {
 /**
  * Rotates to a fresh secret; the current one becomes the previous for 24 h.
  * A second rotation inside those 24 h drops the older previous secret at once.
+ * `current` null: it cannot be read (a data dir restored without its
+ * secret.key), so nothing can sign with it and there is no previous.
  */
-export function rotateWebhookSecret(current: string, now: number): SecretState {
+export function rotateWebhookSecret(current: string | null, now: number): SecretState {
+  if (current === null) return { secret: generateWebhookSecret(), previousSecret: null, previousSecretExpiresAt: null };
   return { secret: generateWebhookSecret(), previousSecret: current, previousSecretExpiresAt: now + PREVIOUS_SECRET_VALIDITY_MS };
 }
 

@@ -1,15 +1,18 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { openSecretBox } from '../../../src/auth/secret-box.ts';
 import { loadConfig } from '../../../src/config.ts';
 import { databasePath } from '../../../src/db/connection.ts';
 import { silentLogger } from '../../../src/log.ts';
 import { createRuntime } from '../../../src/runtime.ts';
 import { SENDING_SECRETS_TTL_MS } from '../../../src/db/webhook-endpoints.ts';
 import { RETRY_DELAYS_MS } from '../../../src/webhooks/schedule.ts';
+import { UNREADABLE_SECRET } from '../../../src/webhooks/delivery-worker.ts';
 import { verifyWebhook } from '../../../src/webhooks/signature.ts';
 import { answer } from '../../fakes/webhook-receiver.ts';
 import { capturedLogger } from '../../helpers/captured-log.ts';
 import { runTillBeside } from '../../helpers/cli.ts';
+import { tempDir } from '../../helpers/temp.ts';
 import { call, setupStore } from '../../helpers/till-server.ts';
 import { createInvoice, deliveriesOf, startWebhookFixture } from './helpers.ts';
 import { holdWriteLock } from '../../helpers/write-lock.ts';
@@ -405,6 +408,31 @@ describe('webhook delivery', () => {
     const second = String(f.receiver.requests[1]!.headers['x-service-signature']);
     assert.equal(second.match(/v1=/g)!.length, 1);
     assert.equal(verifyWebhook(f.receiver.requests[1]!.rawBody, second, [f.secret], { now: f.till.clock.now() }).ok, false);
+  });
+
+  test('a secret sealed under a lost secret.key: attempts fail on the schedule, sending nothing; one rotation makes the endpoint work again', async (t) => {
+    const f = await startWebhookFixture(t, { events: ['invoice.created'] });
+    // What a data dir restored without its secret.key holds: a secret sealed under another key.
+    const lostKey = openSecretBox(tempDir(t));
+    f.till.rt.ctx.db.prepare('UPDATE webhook_endpoints SET secret = ? WHERE id = ?').run(lostKey.seal('whsec_lost'), f.endpointId);
+    await createInvoice(f);
+    await f.till.rt.webhooks.runOnce();
+    assert.equal(f.receiver.requests.length, 0);
+    const [d] = deliveriesOf(f.till);
+    assert.equal(d!.status, 'attempting');
+    assert.equal(d!.attempts, 1, 'the attempt is counted: the schedule leads to dead_letter, not a loop');
+    assert.equal(f.till.rt.ctx.repos.webhookDeliveries.get(d!.id)!.lastError, UNREADABLE_SECRET);
+
+    const rot = await call(f.till, 'POST', `/v1/stores/${f.store.storeId}/webhooks/${f.endpointId}/rotate-secret`, { key: f.store.key });
+    assert.equal(rot.status, 200);
+    assert.equal(rot.body.previous_secret_expires_at, null, 'an unreadable secret is not kept as the previous one');
+    f.till.clock.advance(RETRY_DELAYS_MS[0]!);
+    await f.till.rt.webhooks.runOnce();
+    assert.equal(f.receiver.requests.length, 1);
+    const sig = String(f.receiver.requests[0]!.headers['x-service-signature']);
+    assert.equal(sig.match(/v1=/g)!.length, 1);
+    assert.equal(verifyWebhook(f.receiver.requests[0]!.rawBody, sig, [rot.body.secret], { now: f.till.clock.now() }).ok, true);
+    assert.equal(deliveriesOf(f.till)[0]!.status, 'success');
   });
 
   test('a restart in the middle of the schedule resumes it from the database', async (t) => {

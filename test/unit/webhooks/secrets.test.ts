@@ -43,4 +43,9 @@ describe('rotateWebhookSecret', () => {
     assert.deepEqual(at(NOW + DAY - 1), [rotated.secret, 'whsec_old']);
     assert.deepEqual(at(NOW + DAY), [rotated.secret]);
   });
+
+  test('a current secret that cannot be read (null) leaves no previous one', () => {
+    const rotated = rotateWebhookSecret(null, NOW);
+    assert.deepEqual(rotated, { secret: rotated.secret, previousSecret: null, previousSecretExpiresAt: null });
+  });
 });
