@@ -4,11 +4,13 @@ import { startDbThread, type DbThread } from './db/db-thread.ts';
 import { openDatabase } from './db/connection.ts';
 import { openWalSync } from './db/wal-sync.ts';
 import { LATEST_SCHEMA_VERSION } from './db/migrate.ts';
+import { ApiError } from './domain/errors.ts';
 import { createLogger, type Logger } from './log.ts';
 import { parseRateSources } from './rates/provider.ts';
 import { RateService, type StoredRate } from './rates/rate-service.ts';
 import { refillAddressPool } from './services/address-pool.ts';
 import { createContext, type Context } from './services/context.ts';
+import { assertDiskWritable } from './services/disk.ts';
 import { ExternalChanges } from './services/external-changes.ts';
 import { IDEMPOTENCY_TTL_MS, expireDueInvoices } from './services/invoices.ts';
 import { acquireServerLease, LEASE_RENEW_MS } from './services/server-lease.ts';
@@ -26,8 +28,11 @@ export interface HealthReport {
   schema_version: number;
   uptime_seconds: number;
   rates: { status: 'ok' | 'unavailable'; usd_per_btc: string | null; source: string | null; fetched_at: string | null };
-  /** `failed` once the disk failed to make a write durable: writes are refused until a restart. */
-  database: { status: 'ok' | 'failed'; error: string | null };
+  /**
+   * `failed` once the disk failed to make a write durable (writes are refused until a restart);
+   * `disk_full` while free space is under min_free_disk_mb, `unavailable` while it cannot be read (writes answer 503).
+   */
+  database: { status: 'ok' | 'failed' | 'disk_full' | 'unavailable'; error: string | null };
   chain: ChainHealth | { status: 'disabled' };
 }
 
@@ -141,6 +146,17 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
     }
   }
 
+  function databaseHealth(): HealthReport['database'] {
+    if (durabilityError !== null) return { status: 'failed', error: durabilityError };
+    try {
+      assertDiskWritable(ctx);
+      return { status: 'ok', error: null };
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      return { status: err.code === 'disk_full' ? 'disk_full' : 'unavailable', error: err.message };
+    }
+  }
+
   function rateHealth(): HealthReport['rates'] {
     try {
       const r = ctx.rates!.current();
@@ -160,14 +176,17 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
     health() {
       const rates = rateHealth();
       const chainHealth = chain?.health() ?? { status: 'disabled' as const };
+      const database = databaseHealth();
+      // ok: every kind of invoice can be made and followed (fiat aside: rates show their own status).
+      const chainOk = chainHealth.status === 'disabled' || (chainHealth.status === 'synced' && !chainHealth.initial_block_download);
       return {
-        status: (chainHealth.status === 'synced' || chainHealth.status === 'disabled') && durabilityError === null ? 'ok' : 'degraded',
+        status: chainOk && database.status === 'ok' ? 'ok' : 'degraded',
         version: VERSION,
         network: config.network,
         schema_version: LATEST_SCHEMA_VERSION,
         uptime_seconds: Math.floor((clock.now() - startedAt) / 1000),
         rates,
-        database: { status: durabilityError === null ? 'ok' : 'failed', error: durabilityError },
+        database,
         chain: chainHealth,
       };
     },

@@ -165,7 +165,9 @@ export class ChainWatcher {
       this.#backoffMs = 1000;
       this.#ctx.chain.connected = true;
       this.#ctx.chain.initialBlockDownload = info.initialBlockDownload;
-      this.#health = { ...this.#health, status: 'syncing', error: null, initial_block_download: info.initialBlockDownload, pruned: info.pruned };
+      // A routine re-sync (each block, the timer) of a till that is in step stays 'synced': /healthz must not flap.
+      const status = this.#health.status === 'synced' ? 'synced' : 'syncing';
+      this.#health = { ...this.#health, status, error: null, initial_block_download: info.initialBlockDownload, pruned: info.pruned };
       if (!this.#watch) this.#buildWatchSet();
       await this.#startFeed();
       // Before the blocks: an on-time payment still unmined makes an invoice wait, so the
@@ -187,7 +189,8 @@ export class ChainWatcher {
       this.#ctx.chain.connected = !unavailable && this.#ctx.chain.connected;
       // What the chain holds is unknown until a sync succeeds: live invoices do not expire meanwhile (a payment made on time may be in it).
       this.#ctx.chain.caughtUp = false;
-      this.#health = { ...this.#health, status: unavailable ? 'disconnected' : this.#health.status, error: (err as Error).message };
+      // Not caught up until a sync succeeds: 'syncing' (again) with the error.
+      this.#health = { ...this.#health, status: unavailable ? 'disconnected' : 'syncing', error: (err as Error).message };
       this.#log[unavailable ? 'warn' : 'error']({ err: (err as Error).message }, 'chain sync failed; retrying');
       // Whatever was missed while failing is found by a full re-sync.
       if (this.#running && !this.#retry) {

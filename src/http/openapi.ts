@@ -175,7 +175,7 @@ export const OPENAPI_DOCUMENT = {
   },
   paths: {
     '/healthz': {
-      get: { summary: 'Health of the database, chain watcher and rate source', responses: { '200': { description: 'ok' }, '503': { description: 'degraded' } } },
+      get: { summary: 'Health of the database, chain watcher and rate source', responses: { '200': { description: 'ok: invoices of every kind can be made and followed' }, '503': { description: 'degraded: database, disk or chain (see docs/API.md, Health)' } } },
     },
     '/v1/openapi.json': { get: { summary: 'This document', responses: { '200': { description: 'OpenAPI 3.1' } } } },
     '/v1/invoices': {
