@@ -13,7 +13,7 @@ import { createContext, type Context } from './services/context.ts';
 import { assertDiskWritable } from './services/disk.ts';
 import { ExternalChanges } from './services/external-changes.ts';
 import { IDEMPOTENCY_TTL_MS, expireDueInvoices } from './services/invoices.ts';
-import { acquireServerLease, LEASE_RENEW_MS } from './services/server-lease.ts';
+import { acquireServerLease, LEASE_RENEW_MS, LeaseLostError } from './services/server-lease.ts';
 import { startLoop } from './services/workers.ts';
 import { VERSION } from './version.ts';
 import { DeliveryWorker } from './webhooks/delivery-worker.ts';
@@ -69,7 +69,7 @@ export interface RuntimeOptions {
   webhookTimeoutMs?: number;
   /** Checkout stream heartbeat period (15 s); tests shorten it. */
   streamHeartbeatMs?: number;
-  /** Called when bitcoind turns out to be on another network: `serve` exits. */
+  /** Called when Till must not go on (bitcoind on another network, another server took the lease): `serve` exits. */
   onFatal?: (message: string) => void;
   /** Re-sync timer of the chain watcher (30 s). */
   chainResyncMs?: number;
@@ -146,6 +146,14 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
     }
   }
 
+  /** Two servers must never work on one data dir: the one that lost the lease stops its work, then the process. */
+  function leaseLost(err: unknown): void {
+    if (!(err instanceof LeaseLostError)) throw err;
+    logger.fatal(err.message);
+    void stopWork();
+    opts.onFatal?.(err.message);
+  }
+
   function databaseHealth(): HealthReport['database'] {
     if (durabilityError !== null) return { status: 'failed', error: durabilityError };
     try {
@@ -204,7 +212,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
       // Throws when another server runs on this data dir: nothing has started yet then.
       lease = acquireServerLease(ctx);
       const held = lease;
-      loops.push(startLoop('server-lease', LEASE_RENEW_MS, logger, () => ctx.writes.run(() => held.renew())));
+      loops.push(startLoop('server-lease', LEASE_RENEW_MS, logger, () => ctx.writes.run(() => held.renew()).catch(leaseLost)));
       this.startDbThread();
       ctx.rates!.start();
       webhooks.start();
@@ -225,7 +233,12 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
       await dbThread?.stop();
       await ctx.writes.useWalSync(null);
       walSync?.close();
-      lease?.release();
+      try {
+        lease?.release();
+      } catch (err) {
+        // The CLI holds the write lock: the next start on this host takes the lease over at once (its process is gone).
+        logger.warn({ err: (err as Error).message }, 'the server lease could not be released');
+      }
       db.close();
       logger.flush();
     },

@@ -43,8 +43,12 @@ export function serveCommand(): Command {
         );
       }
       const shutdown = async () => {
-        await server.close();
-        await rt.stop();
+        try {
+          await server.close();
+          await rt.stop();
+        } catch (err) {
+          fail(`stopping failed: ${(err as Error).message}`);
+        }
         process.exit(0);
       };
       process.once('SIGINT', shutdown);

@@ -23,6 +23,11 @@ export class LeaseHeldError extends Error {
   override name = 'LeaseHeldError';
 }
 
+/** Another server took the lease while this one missed its renewals (paused, suspended): this one must stop. */
+export class LeaseLostError extends Error {
+  override name = 'LeaseLostError';
+}
+
 const owner = `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2)}`;
 
 /**
@@ -40,7 +45,7 @@ function holderGone(held: Lease): boolean {
   }
 }
 
-/** Takes the lease or throws LeaseHeldError naming the holder; renew() keeps it. */
+/** Takes the lease or throws LeaseHeldError naming the holder; renew() keeps it, or throws LeaseLostError. */
 export function acquireServerLease(ctx: Context): { renew(): void; release(): void } {
   const now = () => ctx.clock.now();
   inTransaction(ctx.db, () => {
@@ -54,7 +59,15 @@ export function acquireServerLease(ctx: Context): { renew(): void; release(): vo
   });
   return {
     renew() {
-      ctx.repos.meta.setJson(KEY, { owner, pid: process.pid, host: hostname(), renewedAt: now() } satisfies Lease);
+      inTransaction(ctx.db, () => {
+        const held = ctx.repos.meta.getJson<Lease>(KEY);
+        if (held && held.owner !== owner) {
+          throw new LeaseLostError(
+            `another till serve (pid ${held.pid} on ${held.host}) took over ${ctx.config.dataDir} while this one missed its lease renewals for over ${LEASE_TTL_MS / 1000} s (paused or suspended?); this one stops`,
+          );
+        }
+        ctx.repos.meta.setJson(KEY, { owner, pid: process.pid, host: hostname(), renewedAt: now() } satisfies Lease);
+      });
     },
     release() {
       inTransaction(ctx.db, () => {

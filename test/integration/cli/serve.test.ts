@@ -3,6 +3,9 @@ import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { databasePath } from '../../../src/db/connection.ts';
+import { LEASE_TTL_MS } from '../../../src/services/server-lease.ts';
 import { runTill } from '../../helpers/cli.ts';
 import { tempDir } from '../../helpers/temp.ts';
 
@@ -12,12 +15,28 @@ const TILL = fileURLToPath(new URL('../../../cli/till.ts', import.meta.url));
  * Starts `till serve --demo` on port 0; resolves once it listens and, on a
  * fresh data dir (`seeded` false), printed the demo key ('' otherwise).
  */
-function startServe(dataDir: string, { logLevel = 'silent', seeded = false } = {}): Promise<{ url: string; key: string; output: () => string; stop: () => Promise<void>; crash: () => Promise<void> }> {
+interface Serving {
+  url: string;
+  key: string;
+  pid: number;
+  output: () => string;
+  errors: () => string;
+  /** The exit code, once it exited. */
+  exited: Promise<number | null>;
+  stop: () => Promise<void>;
+  crash: () => Promise<void>;
+  signal: (signal: NodeJS.Signals) => void;
+}
+
+function startServe(dataDir: string, { logLevel = 'silent', seeded = false, env = {} as Record<string, string> } = {}): Promise<Serving> {
   const child = spawn(process.execPath, [TILL, '--data-dir', dataDir, '--port', '0', 'serve', '--demo'], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', TILL_LOG_LEVEL: logLevel },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', TILL_LOG_LEVEL: logLevel, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
+  let err = '';
+  child.stderr.on('data', (d) => (err += d));
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`serve did not start: ${out}`)), 20_000);
     child.stdout.on('data', (d) => {
@@ -31,7 +50,7 @@ function startServe(dataDir: string, { logLevel = 'silent', seeded = false } = {
           child.once('exit', () => r());
           child.kill(signal);
         });
-        resolve({ url, key, output: () => out, stop: () => end('SIGTERM'), crash: () => end('SIGKILL') });
+        resolve({ url, key, pid: child.pid!, output: () => out, errors: () => err, exited, stop: () => end('SIGTERM'), crash: () => end('SIGKILL'), signal: (sig) => child.kill(sig) });
       }
     });
     child.once('exit', (code) => reject(new Error(`serve exited ${code}: ${out}`)));
@@ -109,4 +128,42 @@ test('a serve that crashed (killed) is replaced at once: its lease binds nobody 
   // Back at once (startServe rejects if it exits refusing), and serving the same store.
   const res = await fetch(`${second.url}/v1/invoices`, { method: 'POST', headers: { authorization: `Bearer ${first.key}`, 'content-type': 'application/json' }, body: '{"amount_sats":1000}' });
   assert.equal(res.status, 201);
+});
+
+test('SIGTERM while an admin command holds the write lock past the busy timeout: Till still stops cleanly (exit 0)', async (t) => {
+  const dataDir = tempDir(t);
+  const till = await startServe(dataDir, { env: { TILL_BUSY_TIMEOUT_MS: '200' } });
+  t.after(() => till.crash());
+  const admin = new Database(databasePath(dataDir));
+  t.after(() => admin.open && admin.close());
+  admin.exec('BEGIN IMMEDIATE');
+  till.signal('SIGTERM');
+  await new Promise((r) => setTimeout(r, 1000));
+  admin.exec('COMMIT');
+  assert.equal(await till.exited, 0, till.errors());
+  // Its lease could not be released, yet binds nobody: its process is gone.
+  const next = await startServe(dataDir, { seeded: true });
+  await next.stop();
+});
+
+test('a serve whose lease was taken over while it was paused stops, naming the other; the other goes on', async (t) => {
+  const dataDir = tempDir(t);
+  const first = await startServe(dataDir);
+  t.after(() => first.crash());
+  const db = new Database(databasePath(dataDir));
+  t.after(() => db.close());
+  // Paused past its lease's 15 s (SIGSTOP, a suspended VM): its last renewal looks that old.
+  first.signal('SIGSTOP');
+  const lease = JSON.parse(db.prepare("SELECT value FROM meta WHERE key = 'server_lease'").pluck().get() as string);
+  db.prepare("UPDATE meta SET value = ? WHERE key = 'server_lease'").run(JSON.stringify({ ...lease, renewedAt: Date.now() - LEASE_TTL_MS - 1000 }));
+  const second = await startServe(dataDir, { seeded: true });
+  t.after(() => second.stop());
+  first.signal('SIGCONT');
+  // Its next renewal (every 5 s) finds the other's lease.
+  const code = await Promise.race([first.exited, new Promise((r) => setTimeout(r, 15_000, 'still running after 15 s'))]);
+  assert.equal(code, 1);
+  assert.match(first.errors(), new RegExp(`another till serve \\(pid ${second.pid} on .*\\) took over`));
+  const res = await fetch(`${second.url}/v1/invoices`, { method: 'POST', headers: { authorization: `Bearer ${first.key}`, 'content-type': 'application/json' }, body: '{"amount_sats":1000}' });
+  assert.equal(res.status, 201);
+  assert.equal(JSON.parse(db.prepare("SELECT value FROM meta WHERE key = 'server_lease'").pluck().get() as string).pid, second.pid);
 });
