@@ -6,6 +6,11 @@ export const PUBLIC_CORS_HEADERS = {
   'access-control-expose-headers': 'X-Request-Id, Retry-After',
 } as const;
 
+/** Paths whose every answer carries PUBLIC_CORS_HEADERS. */
+export function isPublicPath(pathname: string): boolean {
+  return pathname.startsWith('/pay/');
+}
+
 const PREFLIGHT_HEADERS = {
   ...PUBLIC_CORS_HEADERS,
   'access-control-allow-methods': 'GET, OPTIONS',
@@ -20,13 +25,16 @@ const PREFLIGHT_HEADERS = {
  * Nothing under /pay/ uses cookies, so the wildcard is safe.
  *
  * The headers are set before the handler runs: request-context renders thrown
- * errors with event.res's headers, and h3 merges them into returned bodies.
+ * errors with event.res's headers (and adds them itself to an error raised
+ * before this middleware, see isPublicPath), and h3 merges them into returned bodies.
  * A handler that returns its own Response with an error status bypasses both
  * and must add PUBLIC_CORS_HEADERS itself.
  */
 export function publicCors(): Middleware {
   return (event, next) => {
     if (event.req.method === 'OPTIONS') {
+      // It reads nothing: after a failed fdatasync it still answers, so the page's GET gets the 503 it can read.
+      event.context.readsNoData = true;
       return new Response(null, { status: 204, headers: PREFLIGHT_HEADERS });
     }
     for (const [k, v] of Object.entries(PUBLIC_CORS_HEADERS)) event.res.headers.set(k, v);

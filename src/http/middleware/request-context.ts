@@ -6,6 +6,7 @@ import { createLineLogger, type Logger } from '../../log.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { errorResponse, toApiError } from '../errors.ts';
 import { discardAnswer } from '../internal/route.ts';
+import { isPublicPath, PUBLIC_CORS_HEADERS } from './cors.ts';
 
 declare module 'h3' {
   interface H3EventContext {
@@ -67,7 +68,8 @@ export function requestContext(logger: Logger, log: RequestLog, durable: () => P
       if (apiError.status >= 500 && apiError.code === 'internal_error') {
         logger.error({ req_id: requestId, err }, 'unhandled error');
       }
-      const headers: Record<string, string> = {};
+      // Under /pay/ even an error raised before the CORS middleware ran (no Host header) is readable by a page.
+      const headers: Record<string, string> = isPublicPath(event.url.pathname) ? { ...PUBLIC_CORS_HEADERS } : {};
       event.res.headers.forEach((v, k) => keep(k) && (headers[k] = v));
       return errorResponse(apiError, requestId, headers);
     };

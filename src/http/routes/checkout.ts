@@ -119,8 +119,8 @@ export function registerCheckoutRoutes(app: H3, rt: Runtime, direct: DirectGets)
       if (!stream) peer.close(WS_CLOSE.notFound.code, WS_CLOSE.notFound.reason);
     };
     return {
-      // The 101 carries the request's id, as every answer does.
-      upgrade: () => ({ headers: { 'x-request-id': getRequestId(event) } }),
+      // The 101 carries the request's id and CORS, as every answer under /pay/ does (browsers do not ask, spec 4.2 does).
+      upgrade: () => ({ headers: { ...PUBLIC_CORS_HEADERS, 'x-request-id': getRequestId(event) } }),
       async open(peer) {
         // The first snapshot is read and sent here, after the HTTP answer: like an answer, it waits for a commit's fdatasync.
         try {

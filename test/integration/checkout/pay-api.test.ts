@@ -10,7 +10,7 @@ import { listen, WS_MAX_PAYLOAD_BYTES } from '../../../src/http/server.ts';
 import { expireDueInvoices } from '../../../src/services/invoices.ts';
 import { updateStore } from '../../../src/services/stores.ts';
 import { capturedLogger } from '../../helpers/captured-log.ts';
-import { heldSync } from '../../helpers/held-sync.ts';
+import { failSyncDuring, heldSync } from '../../helpers/held-sync.ts';
 import { call, setupStore, startTestTill, TRANSPORTS, type TestTill } from '../../helpers/till-server.ts';
 import { createInvoice, openEvents, openSocket, simulate, waitFor, within } from './checkout-helpers.ts';
 
@@ -108,6 +108,24 @@ describe('CORS on every /pay/ response', () => {
       }
     });
   }
+});
+
+describe('CORS after a failed fdatasync', () => {
+  test('a preflight still answers 204 (it reads nothing), so the page gets to read the GET\'s 503', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store);
+    await failSyncDuring(till, () => call(till, 'POST', '/v1/invoices', { key: store.key, body: { amount_sats: 2000 } }), 'EIO: i/o error, fdatasync');
+    const pre = await till.request(`/pay/invoices/${inv.id}/events`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://shop.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'last-event-id' },
+    });
+    assert.equal(pre.status, 204);
+    assert.equal(pre.headers.get('access-control-allow-origin'), '*');
+    const get = await call(till, 'GET', `/pay/invoices/${inv.id}`);
+    assert.equal(get.status, 503);
+    assert.equal(get.headers.get('access-control-allow-origin'), '*');
+  });
 });
 
 describe('SSE /pay/invoices/:id/events', () => {
@@ -373,13 +391,14 @@ describe('WebSocket /pay/invoices/:id/stream', () => {
     await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 0, 'unsubscribe after close');
   });
 
-  test('the 101 carries an X-Request-Id, and the request is logged as 101 under that id', async (t) => {
+  test('the 101 carries an X-Request-Id and CORS, and the request is logged as 101 under that id', async (t) => {
     const { logger, lines } = capturedLogger();
     const till = await startTestTill(t, { logger });
     const inv = await createInvoice(till, setupStore(till));
     const { res, destroy } = await rawRequest(Number(new URL(till.url).port), `/pay/invoices/${inv.id}/stream`, '127.0.0.1', WS_HEADERS);
     t.after(destroy);
     assert.equal(res.statusCode, 101);
+    assert.equal(res.headers['access-control-allow-origin'], '*', 'CORS on every answer under /pay/, the 101 too');
     const requestId = String(res.headers['x-request-id']);
     assert.match(requestId, /^[0-9a-f-]{36}$/);
     await waitFor(() => lines.some((l) => l.msg === 'request' && l.req_id === requestId), 'the request log line');

@@ -302,6 +302,14 @@ describe('bodies Node parses first, on a raw socket (socket)', () => {
     assert.equal((await rawRequest(till().url, 'GET /healthz HTTP/1.0\r\n\r\n')).status, 200);
   });
 
+  test('HTTP/1.1 without Host under /pay/ -> the 400 a page can read (Access-Control-Allow-Origin: *)', async () => {
+    for (const path of ['/pay/invoices/inv_01m7yrrt80xqdbztbykwnv04zp', '/pay/invoices/inv_01m7yrrt80xqdbztbykwnv04zp/events']) {
+      const res = await rawRequest(till().url, `GET ${path} HTTP/1.1\r\n\r\n`);
+      assertError(res, 400, 'validation_error');
+      assert.equal(res.headers.get('access-control-allow-origin'), '*', path);
+    }
+  });
+
   test('an Expect other than 100-continue is ignored, not a bare 417', async () => {
     const body = '{"amount_sats":1000}';
     assertInvoice(await rawRequest(till().url, head(`Expect: 200-ok\r\nContent-Length: ${body.length}\r\n`) + body));
