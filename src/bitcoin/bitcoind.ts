@@ -29,6 +29,13 @@ export interface UnspentOutput {
   scriptHex: string;
 }
 
+/**
+ * scantxoutset reads the whole UTXO set: minutes on mainnet (more on a
+ * Raspberry Pi's disk), far past the 30 s other calls get. bitcoin-cli waits
+ * 900 s by default; a pruned stretch's catch-up must not give up sooner and
+ * start over forever.
+ */
+export const SCAN_TIMEOUT_MS = 30 * 60_000;
 export const RPC_BLOCK_NOT_FOUND = -5;
 export const RPC_PRUNED_OR_MISC = -1;
 export const RPC_HEIGHT_OUT_OF_RANGE = -8;
@@ -119,7 +126,8 @@ export class Bitcoind {
 
   /** Unspent outputs paying these addresses, from the UTXO set (works on pruned nodes). */
   async scanAddresses(addresses: string[]): Promise<UnspentOutput[]> {
-    const o = expectObject(await this.rpc.call('scantxoutset', ['start', addresses.map((a) => `addr(${a})`)]), 'scantxoutset');
+    const answer = await this.rpc.call('scantxoutset', ['start', addresses.map((a) => `addr(${a})`)], { timeoutMs: SCAN_TIMEOUT_MS });
+    const o = expectObject(answer, 'scantxoutset');
     if (o.success !== true || !Array.isArray(o.unspents)) throw new RpcProtocolError('scantxoutset: no unspents');
     return o.unspents.map((u, i) => {
       const x = expectObject(u, `scantxoutset.unspents[${i}]`);

@@ -57,8 +57,9 @@ export class RpcClient {
     this.#timeoutMs = opts.timeoutMs ?? 30_000;
   }
 
-  async call(method: string, params: unknown[] = []): Promise<unknown> {
-    const [answer] = await this.#post([{ method, params }]);
+  /** `timeoutMs` overrides the client's for a call known to take long (scantxoutset). */
+  async call(method: string, params: unknown[] = [], { timeoutMs = this.#timeoutMs } = {}): Promise<unknown> {
+    const [answer] = await this.#post([{ method, params }], timeoutMs);
     if (answer!.error) throw answer!.error;
     return answer!.result;
   }
@@ -66,10 +67,10 @@ export class RpcClient {
   /** Several calls in one HTTP request; each answer is a result or an RpcError. */
   async batch(calls: Array<{ method: string; params: unknown[] }>): Promise<Array<unknown | RpcError>> {
     if (calls.length === 0) return [];
-    return (await this.#post(calls)).map((a) => a.error ?? a.result);
+    return (await this.#post(calls, this.#timeoutMs)).map((a) => a.error ?? a.result);
   }
 
-  async #post(calls: Array<{ method: string; params: unknown[] }>): Promise<Array<{ result: unknown; error: RpcError | null }>> {
+  async #post(calls: Array<{ method: string; params: unknown[] }>, timeoutMs: number): Promise<Array<{ result: unknown; error: RpcError | null }>> {
     let creds: RpcCredentials;
     try {
       creds = this.#credentials();
@@ -87,7 +88,7 @@ export class RpcClient {
           authorization: `Basic ${Buffer.from(`${creds.user}:${creds.password}`).toString('base64')}`,
         },
         body: JSON.stringify(payload),
-        signal: AbortSignal.timeout(this.#timeoutMs),
+        signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (err) {
       throw new RpcUnavailableError(`bitcoind RPC at ${this.#url} is unreachable: ${(err as Error).cause ?? (err as Error).message}`);

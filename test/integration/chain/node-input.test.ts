@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { describe, test } from 'node:test';
 import { Publisher } from 'zeromq';
+import { Bitcoind, SCAN_TIMEOUT_MS } from '../../../src/bitcoin/bitcoind.ts';
+import { RpcClient, RpcUnavailableError } from '../../../src/bitcoin/rpc-client.ts';
 import { ZmqFeed } from '../../../src/bitcoin/zmq-feed.ts';
 import { listenOnLoopback } from '../../helpers/listen.ts';
 import { startTestTill } from '../../helpers/till-server.ts';
@@ -40,6 +42,25 @@ describe('chain: bad input from the node', () => {
     assert.ok(after.some((s) => /malformed hashblock: hash is not 32 bytes/.test(s)), after.join('\n'));
     assert.ok(after.some((s) => /malformed rawtx: expected 3 frames/.test(s)));
     assert.ok(after.some((s) => /resync: hashblock sequence gap/.test(s)));
+  });
+
+  test('a UTXO-set scan is waited for past the timeout of other calls (minutes on mainnet)', async (t) => {
+    // Every answer comes 300 ms late; calls time out after 100 ms, but scantxoutset gets SCAN_TIMEOUT_MS.
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d) => (body += d));
+      req.on('end', () => {
+        const calls = JSON.parse(body) as Array<{ id: number }>;
+        const result = { success: true, txouts: 1, height: 1, bestblock: '00'.repeat(32), unspents: [], total_amount: 0 };
+        setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(calls.map((c) => ({ id: c.id, result, error: null })))), 300);
+      });
+    });
+    const url = await listenOnLoopback(server);
+    t.after(() => server.close());
+    const rpc = new RpcClient({ url, credentials: () => ({ user: 'u', password: 'p' }), timeoutMs: 100 });
+    assert.ok(SCAN_TIMEOUT_MS >= 15 * 60_000);
+    await assert.rejects(rpc.call('getblockcount'), RpcUnavailableError);
+    assert.deepEqual(await new Bitcoind(rpc).scanAddresses(['bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080']), []);
   });
 
   test('a garbled RPC answer is logged, not a crash; health says what is wrong', async (t) => {
