@@ -96,6 +96,7 @@ export class ChainWatcher {
     if (this.#retry) clearTimeout(this.#retry);
     this.#unsubscribe?.();
     this.#feed?.stop();
+    this.#o.bitcoind.rpc.abortCalls();
     await this.#syncing;
   }
 
@@ -185,6 +186,8 @@ export class ChainWatcher {
       this.#ctx.chain.tipHeight = this.#ctx.repos.chainBlocks.tip()?.height ?? info.blocks;
       this.#health = { ...this.#health, status: 'synced', tip_height: this.#ctx.chain.tipHeight, last_sync_at: new Date(this.#ctx.clock.now()).toISOString(), syncs: this.#health.syncs + 1 };
     } catch (err) {
+      // Stopping: the calls under way were aborted on purpose.
+      if (!this.#running) return;
       const unavailable = err instanceof RpcUnavailableError;
       this.#ctx.chain.connected = !unavailable && this.#ctx.chain.connected;
       // What the chain holds is unknown until a sync succeeds: live invoices do not expire meanwhile (a payment made on time may be in it).

@@ -50,6 +50,7 @@ export class RpcClient {
   readonly #credentials: () => RpcCredentials;
   readonly #timeoutMs: number;
   #id = 0;
+  #inFlight = new AbortController();
 
   constructor(opts: RpcClientOptions) {
     this.#url = opts.url;
@@ -62,6 +63,12 @@ export class RpcClient {
     const [answer] = await this.#post([{ method, params }], timeoutMs);
     if (answer!.error) throw answer!.error;
     return answer!.result;
+  }
+
+  /** Fails the calls under way at once (a stopping watcher must not wait out a 30-minute scan); later calls go ahead. */
+  abortCalls(): void {
+    this.#inFlight.abort();
+    this.#inFlight = new AbortController();
   }
 
   /** Several calls in one HTTP request; each answer is a result or an RpcError. */
@@ -88,7 +95,7 @@ export class RpcClient {
           authorization: `Basic ${Buffer.from(`${creds.user}:${creds.password}`).toString('base64')}`,
         },
         body: JSON.stringify(payload),
-        signal: AbortSignal.timeout(timeoutMs),
+        signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), this.#inFlight.signal]),
       });
     } catch (err) {
       throw new RpcUnavailableError(`bitcoind RPC at ${this.#url} is unreachable: ${(err as Error).cause ?? (err as Error).message}`);

@@ -63,6 +63,22 @@ describe('chain: bad input from the node', () => {
     assert.deepEqual(await new Bitcoind(rpc).scanAddresses(['bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080']), []);
   });
 
+  test('stopping does not wait for an RPC call under way (a scan may take 30 minutes)', async (t) => {
+    // A node that takes every call and answers none.
+    let asked = 0;
+    const server = createServer(() => asked++);
+    const rpcUrl = await listenOnLoopback(server);
+    t.after(() => {
+      server.closeAllConnections();
+      server.close();
+    });
+    const till = await startTestTill(t, { env: { TILL_BITCOIND: 'true', TILL_RPC_URL: rpcUrl, TILL_RPC_USER: 'u', TILL_RPC_PASSWORD: 'p', TILL_ZMQ: 'tcp://127.0.0.1:1' } });
+    till.rt.chain!.start();
+    await waitFor(() => asked > 0, 'the first call');
+    const stopped = await Promise.race([till.rt.chain!.stop().then(() => 'stopped'), new Promise((r) => setTimeout(r, 5000, 'still waiting for the call after 5 s'))]);
+    assert.equal(stopped, 'stopped');
+  });
+
   test('a garbled RPC answer is logged, not a crash; health says what is wrong', async (t) => {
     // Answers every call in the right envelope, but with a getblockchaininfo that makes no sense.
     const server = createServer((req, res) => {
