@@ -7,6 +7,9 @@ import { seedDemo } from '../../src/services/demo.ts';
 import { configFrom } from '../context.ts';
 import { fail } from '../output.ts';
 
+/** How long requests under way at SIGTERM/SIGINT may take to finish before their connections are cut. */
+const SHUTDOWN_GRACE_MS = 5_000;
+
 export function serveCommand(): Command {
   return new Command('serve')
     .description('run Till: the HTTP API, checkout and background workers')
@@ -44,7 +47,9 @@ export function serveCommand(): Command {
       }
       const shutdown = async () => {
         try {
-          await server.close();
+          // Checkout streams end first (pages reconnect to the restarted till); requests under way get time to finish.
+          rt.ctx.feed.close('stopping');
+          await server.close({ graceMs: SHUTDOWN_GRACE_MS });
           await rt.stop();
         } catch (err) {
           fail(`stopping failed: ${(err as Error).message}`);

@@ -11,7 +11,12 @@ import { directGetsOf } from './internal/direct-get.ts';
 export interface HttpServer {
   url: string;
   port: number;
-  close(): Promise<void>;
+  /**
+   * Stops listening. With `graceMs`, requests under way and WebSockets
+   * closing get that long to finish before their connections are cut;
+   * without, they are cut at once.
+   */
+  close(opts?: { graceMs?: number }): Promise<void>;
 }
 
 export interface ListenOptions {
@@ -69,9 +74,17 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
   return {
     url: `http://${h}:${boundPort}`,
     port: boundPort,
-    close: async () => {
-      for (const socket of upgraded) socket.destroy();
-      await server.close(true);
+    close: async ({ graceMs = 0 } = {}) => {
+      const closed = Promise.all([...upgraded].map((s) => new Promise((r) => s.once('close', r))));
+      const cut = () => {
+        for (const socket of upgraded) socket.destroy();
+        return server.close(true);
+      };
+      if (graceMs <= 0) return void (await Promise.all([cut(), closed]));
+      const timer = setTimeout(() => void cut(), graceMs);
+      // Node closes idle keep-alive connections at once and the others as their answers end.
+      await Promise.all([server.close(false), closed]);
+      clearTimeout(timer);
     },
   };
 }

@@ -27,7 +27,8 @@ export interface StreamSink {
   end(why: StreamEnd): void;
 }
 
-export type StreamEnd = 'final' | 'unavailable';
+/** `stopping`: Till is shutting down; the client reconnects to the restarted till. */
+export type StreamEnd = 'final' | 'unavailable' | 'stopping';
 
 export interface OpenedStream {
   /** False when the client already had the current version (an SSE resume). */
@@ -80,11 +81,11 @@ export class InvoiceStreams {
     this.#heartbeatMs = opts.heartbeatMs;
     this.limiter = new StreamLimiter({ perClient: opts.maxPerClient, total: opts.maxTotal });
     // A closed feed tells no stream anything more: end them, so pages stop waiting on a silent stream.
-    ctx.feed.whenClosed(() => this.#endAll());
+    ctx.feed.whenClosed((why) => this.#endAll(why === 'stopping' ? 'stopping' : 'unavailable'));
   }
 
-  #endAll(): void {
-    for (const slot of this.#slots) for (const stream of [...slot]) stream.close(true, 'unavailable');
+  #endAll(why: StreamEnd): void {
+    for (const slot of this.#slots) for (const stream of [...slot]) stream.close(true, why);
   }
 
   /** The snapshot of this state, made once for every stream that sends it now (a change reaching them all). */

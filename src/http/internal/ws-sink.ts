@@ -6,6 +6,7 @@ export const WS_CLOSE = {
   final: { code: 1000, reason: 'invoice final' },
   tryAgainLater: { code: 1013, reason: 'stream limit reached' },
   unavailable: { code: 1013, reason: 'database unavailable' },
+  stopping: { code: 1001, reason: 'server restarting' },
   notFound: { code: 4404, reason: 'invoice not found' },
   internalError: { code: 1011, reason: 'internal error' },
 } as const;
@@ -37,7 +38,7 @@ export function wsSink(peer: Peer): StreamSink {
     },
     heartbeat() {},
     end(why) {
-      const { code, reason } = why === 'final' ? WS_CLOSE.final : WS_CLOSE.unavailable;
+      const { code, reason } = WS_CLOSE[why];
       peer.close(code, reason);
     },
   };

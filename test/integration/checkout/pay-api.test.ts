@@ -380,6 +380,19 @@ describe('WebSocket /pay/invoices/:id/stream', () => {
     assert.equal((await till.request('/healthz')).status, 200);
   });
 
+  test('Till stopping closes the socket 1001 "server restarting" and ends the event streams', async (t) => {
+    const till = await startTestTill(t);
+    const inv = await createInvoice(till, setupStore(till));
+    const sock = openSocket(t, wsUrl(till, `/pay/invoices/${inv.id}/stream`));
+    await sock.next();
+    const { reader } = await openEvents(till, t, inv.id);
+    await reader.next();
+    till.rt.ctx.feed.close('stopping');
+    assert.deepEqual(await within(2000, 'close', sock.closed), { code: 1001, reason: 'server restarting' });
+    await within(2000, 'the event stream to end', reader.ended);
+    assert.equal(till.rt.ctx.feed.subscriberCount(inv.id), 0);
+  });
+
   test('a client that goes away unsubscribes', async (t) => {
     const till = await startTestTill(t);
     const store = setupStore(till);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
@@ -166,4 +166,32 @@ test('a serve whose lease was taken over while it was paused stops, naming the o
   const res = await fetch(`${second.url}/v1/invoices`, { method: 'POST', headers: { authorization: `Bearer ${first.key}`, 'content-type': 'application/json' }, body: '{"amount_sats":1000}' });
   assert.equal(res.status, 201);
   assert.equal(JSON.parse(db.prepare("SELECT value FROM meta WHERE key = 'server_lease'").pluck().get() as string).pid, second.pid);
+});
+
+test('SIGTERM: a request under way still gets its answer, checkout streams end, then Till exits 0', async (t) => {
+  const till = await startServe(tempDir(t));
+  t.after(() => till.crash());
+  const headers = { authorization: `Bearer ${till.key}`, 'content-type': 'application/json' };
+  const inv = await (await fetch(`${till.url}/v1/invoices`, { method: 'POST', headers, body: '{"amount_sats":1000}' })).json();
+  const events = await fetch(`${till.url}/pay/invoices/${inv.id}/events`);
+  const reader = events.body!.getReader();
+  assert.match(new TextDecoder().decode((await reader.read()).value), /^retry:|event:|data:/m);
+
+  // A creation whose body is still coming when the signal arrives.
+  const body = '{"amount_sats":2000}';
+  const { port } = new URL(till.url);
+  const socket = connect(Number(port), '127.0.0.1');
+  let answer = '';
+  socket.on('data', (d) => (answer += d));
+  const ended = new Promise((r) => socket.once('close', r));
+  socket.write(`POST /v1/invoices HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${headers.authorization}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
+  await new Promise((r) => setTimeout(r, 200));
+  till.signal('SIGTERM');
+  await new Promise((r) => setTimeout(r, 300));
+  socket.write(body.slice(5));
+  await ended;
+  assert.match(answer, /^HTTP\/1\.1 201 /, answer.slice(0, 200));
+  // The stream ended by itself (EventSource reconnects to the restarted till).
+  for (let i = 0; i < 10 && !(await reader.read()).done; i++);
+  assert.equal(await till.exited, 0, till.errors());
 });
