@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
 import { deliveryView } from '../../src/domain/webhook-views.ts';
-import { DELIVERY_STATUSES, getDelivery, replayAllDead, replayDelivery } from '../../src/services/webhooks.ts';
+import { DELIVERY_STATUSES, getDelivery, listDeliveries, replayAllDead, replayDelivery } from '../../src/services/webhooks.ts';
 import { withContext } from '../context.ts';
 import { emit, parseIntegerOption, table } from '../output.ts';
 
@@ -13,7 +13,7 @@ export function deliveriesCommand(): Command {
     .addOption(new Option('--limit <n>', 'at most this many').default(50).argParser(parseIntegerOption('--limit', 1, 10_000)))
     .action(function (this: Command) {
       const o = this.opts();
-      const ds = withContext(this, (ctx) => ctx.repos.webhookDeliveries.list({ status: o.status, storeId: o.store, limit: o.limit })).map((d) => deliveryView(d));
+      const ds = withContext(this, (ctx) => listDeliveries(ctx, { status: o.status, storeId: o.store, limit: o.limit })).map((d) => deliveryView(d));
       emit(this.optsWithGlobals(), ds, () => table(ds.map((d) => [d.id, d.status, `${d.attempts} tries`, String(d.last_status_code ?? d.last_error ?? '-'), d.url])));
     });
 
@@ -35,6 +35,7 @@ export function deliveriesCommand(): Command {
     .action(function (this: Command, id: string | undefined) {
       const o = this.opts();
       if (Boolean(id) === Boolean(o.allDead)) this.error('give a delivery id or --all-dead');
+      if (id && o.store) this.error('--store goes with --all-dead; a delivery id names its delivery');
       const ds = withContext(this, (ctx) => (id ? [replayDelivery(ctx, id)] : replayAllDead(ctx, o.store))).map((d) => deliveryView(d));
       emit(this.optsWithGlobals(), ds, () => `replaying ${ds.length} deliver${ds.length === 1 ? 'y' : 'ies'}`);
     });

@@ -5,7 +5,7 @@ import type { ApiKeyRecord } from '../db/api-keys.ts';
 import { inTransaction } from '../db/connection.ts';
 import { newId } from '../ids.ts';
 import type { Context } from './context.ts';
-import { getOpenStore } from './stores.ts';
+import { getOpenStore, getStore } from './stores.ts';
 
 export function mintApiKey(ctx: Context, storeId: string, env: Env): { record: ApiKeyRecord; key: string } {
   const key = generateApiKey(env);
@@ -25,7 +25,9 @@ export function mintApiKey(ctx: Context, storeId: string, env: Env): { record: A
   return { record, key };
 }
 
+/** A store id that names no store is refused (a typo must not read as "none"). */
 export function listApiKeys(ctx: Context, storeId?: string): ApiKeyRecord[] {
+  if (storeId !== undefined) getStore(ctx, storeId);
   return ctx.repos.apiKeys.list(storeId);
 }
 

@@ -1,7 +1,7 @@
 import { toIso } from '../clock.ts';
 import { inTransaction } from '../db/connection.ts';
 import type { EndpointRecord, SealedSecrets } from '../db/webhook-endpoints.ts';
-import type { DeliveryRecord, DeliveryStatus } from '../db/webhook-deliveries.ts';
+import type { DeliveryFilter, DeliveryRecord, DeliveryStatus } from '../db/webhook-deliveries.ts';
 import { ApiError, invalidField, unknownName } from '../domain/errors.ts';
 import { EVENT_TYPES, WEBHOOK_TEST_EVENT_TYPE } from '../domain/event-types.ts';
 import type { Invoice } from '../domain/invoice.ts';
@@ -200,6 +200,12 @@ export function queueTestDelivery(ctx: Context, storeId: string, endpointId: str
   });
 }
 
+/** Deliveries, newest first; a store id that names no store is refused (a typo must not read as "none"). */
+export function listDeliveries(ctx: Context, filter: DeliveryFilter): DeliveryRecord[] {
+  if (filter.storeId !== undefined) getStore(ctx, filter.storeId);
+  return ctx.repos.webhookDeliveries.list(filter);
+}
+
 export function getDelivery(ctx: Context, id: string): DeliveryRecord {
   const d = ctx.repos.webhookDeliveries.get(id);
   if (!d) throw new ApiError('not_found', `no delivery ${id.slice(0, 64)}`);
@@ -233,6 +239,7 @@ export function replayDelivery(ctx: Context, id: string): DeliveryRecord {
 /** Replays every dead letter (of a store) whose endpoint takes it; those of disabled or deleted endpoints stay. */
 export function replayAllDead(ctx: Context, storeId?: string): DeliveryRecord[] {
   return inTransaction(ctx.db, () => {
+    if (storeId !== undefined) getStore(ctx, storeId);
     const dead = ctx.repos.webhookDeliveries.list({ storeId, status: 'dead_letter', limit: 1_000_000 }).filter((d) => !replayRefusal(ctx, d));
     for (const d of dead) ctx.repos.webhookDeliveries.replay(d.id, ctx.clock.now());
     return dead.map((d) => ctx.repos.webhookDeliveries.get(d.id)!);

@@ -6,7 +6,7 @@ import type { Env } from '../domain/store.ts';
 import { newId } from '../ids.ts';
 import { deriveAddresses } from './address-pool.ts';
 import type { Context } from './context.ts';
-import { getOpenStore } from './stores.ts';
+import { getOpenStore, getStore } from './stores.ts';
 
 export const GAP_LIMIT = { default: 20, min: 6, max: 100_000 } as const;
 
@@ -62,7 +62,9 @@ export function addXpub(ctx: Context, input: AddXpubInput): { xpub: XpubRecord; 
   return { ...result, firstAddresses };
 }
 
+/** A store id that names no store is refused (a typo must not read as "none"). */
 export function listXpubs(ctx: Context, storeId?: string): XpubRecord[] {
+  if (storeId !== undefined) getStore(ctx, storeId);
   return ctx.repos.xpubs.list(storeId);
 }
 

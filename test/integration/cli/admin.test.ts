@@ -176,6 +176,20 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     assert.ok(revoked.revoked_at);
   });
 
+  test('--store naming no store is an error, not an empty answer; with a delivery id, --store is refused', async (t) => {
+    const dataDir = tempDir(t);
+    await tillJson(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir });
+    const typo = 'sto_01m7yrrt80xqdbztbykwnv04zp';
+    for (const args of [['keys', 'list'], ['xpub', 'list'], ['deliveries', 'list'], ['deliveries', 'replay', '--all-dead']]) {
+      const r = await runTill([...args, '--store', typo], { dataDir });
+      assert.equal(r.code, 1, args.join(' '));
+      assert.match(r.stderr, new RegExp(`no store ${typo}`), args.join(' '));
+    }
+    const r = await runTill(['deliveries', 'replay', 'dlv_01m7yrrt80xqdbztbykwnv04zp', '--store', typo], { dataDir });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /--store goes with --all-dead/);
+  });
+
   test('config show masks secrets; --help and --version answer', async (t) => {
     const dataDir = tempDir(t);
     const shown = await tillJson(['config', 'show'], { dataDir, env: { TILL_RPC_PASSWORD: 'hunter2hunter2' } });
