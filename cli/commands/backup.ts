@@ -13,19 +13,31 @@ function stamp(ms: number): string {
   return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z').replace(/:/g, '-');
 }
 
+/** Makes a new folder named for now; two backups in one second (a script, a retry) get -2, -3, … */
+function makeBackupFolder(out: string, now: number): string {
+  mkdirSync(out, { recursive: true });
+  for (let n = 1; ; n++) {
+    const target = resolve(out, `till-backup-${stamp(now)}${n === 1 ? '' : `-${n}`}`);
+    try {
+      mkdirSync(target, { mode: 0o700 });
+      return target;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || n >= 100) throw err;
+    }
+  }
+}
+
 export function backupCommand(): Command {
   return new Command('backup')
     .description('copy the database (a consistent snapshot, also while the server runs) and the secret key into a new folder')
     .requiredOption('--out <dir>', 'where to put the backup folder')
     .action(async function (this: Command) {
       const config = configFrom(this);
-      const target = resolve(this.opts().out, `till-backup-${stamp(systemClock.now())}`);
-      if (existsSync(target)) this.error(`${target} exists already`);
       // Read-only, as it is: a backup taken before an upgrade keeps the old
       // schema, and a mistyped --data-dir is an error, not an empty database.
       assertDatabaseExists(config.dataDir);
       const db = new Database(databasePath(config.dataDir), { readonly: true, fileMustExist: true, timeout: config.busyTimeoutMs });
-      mkdirSync(target, { recursive: true, mode: 0o700 });
+      const target = makeBackupFolder(this.opts().out, systemClock.now());
       const key = join(config.dataDir, SECRET_KEY_FILE);
       try {
         // One read transaction: a consistent copy while the server writes, which
@@ -45,7 +57,9 @@ export function backupCommand(): Command {
       } finally {
         db.close();
       }
-      emit(this.optsWithGlobals(), { path: target, files: ['till.db', ...(existsSync(key) ? [SECRET_KEY_FILE] : [])] }, () =>
+      const hasKey = existsSync(key);
+      if (!hasKey) process.stderr.write(`till: warning: ${key} is missing, so this backup has none: the webhook secrets in it cannot be read; rotate them after a restore (till webhooks rotate)\n`);
+      emit(this.optsWithGlobals(), { path: target, files: ['till.db', ...(hasKey ? [SECRET_KEY_FILE] : [])] }, () =>
         `backup written to ${target}\nto restore: stop Till, delete till.db-wal and till.db-shm from the data directory, copy both files into it, start Till`);
     });
 }

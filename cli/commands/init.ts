@@ -1,6 +1,6 @@
 import * as p from '@clack/prompts';
 import { Command } from 'commander';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'smol-toml';
 import { Bitcoind } from '../../src/bitcoin/bitcoind.ts';
@@ -135,6 +135,8 @@ export function initCommand(): Command {
       if (interactive) config = await ask(config);
       mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
       writeFileSync(path, `# Written by till init. Every setting: docs/CONFIG.md\n${stringify(fileTable(config))}\n`, { mode: 0o600 });
+      // The mode above applies to a new file only: one replaced with --force may hold an RPC password now.
+      chmodSync(path, 0o600);
       written.push(path);
       if (interactive) {
         await firstStore(config);

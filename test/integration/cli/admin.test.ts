@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -223,7 +223,10 @@ describe('till init', () => {
     const again = await runTill(['init', '--yes'], { dataDir });
     assert.notEqual(again.code, 0);
     assert.match(again.stderr, /till\.toml exists/);
+    // A file someone left readable by others: the replacement (which may hold an RPC password) is private again.
+    chmodSync(written.path, 0o644);
     assert.equal((await runTill(['init', '--yes', '--force'], { dataDir })).code, 0);
+    assert.equal(statSync(written.path).mode & 0o777, 0o600);
     assert.equal((await tillJson(['config', 'show'], { dataDir })).network, 'main', 'forced init with no flags writes the defaults');
   });
 
@@ -294,6 +297,20 @@ describe('till backup', () => {
     assert.match(r.stderr, /no Till database in .*typo/);
     assert.equal(existsSync(typo), false);
     assert.deepEqual(readdirSync(out), []);
+  });
+
+  test('two backups in one second each get their folder; one of a data dir without secret.key says what that means', async (t) => {
+    const dataDir = tempDir(t);
+    const out = tempDir(t);
+    await tillJson(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir });
+    const [a, b] = await Promise.all([tillJson(['backup', '--out', out], { dataDir }), tillJson(['backup', '--out', out], { dataDir })]);
+    assert.notEqual(a.path, b.path);
+    assert.equal(readdirSync(out).length, 2);
+    rmSync(join(dataDir, 'secret.key'));
+    const r = await runTill(['--json', 'backup', '--out', out], { dataDir });
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout).files, ['till.db']);
+    assert.match(r.stderr, /secret\.key is missing, so this backup has none: the webhook secrets in it cannot be read; rotate them/);
   });
 
   test('a backup that cannot copy the secret key leaves no folder behind (one without the key would restore unreadable secrets)', async (t) => {
