@@ -42,6 +42,8 @@ export interface InvoiceStreamsOptions {
   heartbeatMs: number;
   maxPerClient: number;
   maxTotal: number;
+  /** A change that could not be sent to a stream (its snapshot could not be read); the stream is ended. */
+  onError(err: unknown): void;
 }
 
 /**
@@ -55,6 +57,7 @@ export class InvoiceStreams {
   readonly #ctx: Context;
   readonly #external: ExternalChanges;
   readonly #heartbeatMs: number;
+  readonly #onError: (err: unknown) => void;
   readonly limiter: StreamLimiter;
   /**
    * Open streams in TICK_SLOTS groups, one group visited per tick: each
@@ -79,6 +82,7 @@ export class InvoiceStreams {
     this.#ctx = ctx;
     this.#external = external;
     this.#heartbeatMs = opts.heartbeatMs;
+    this.#onError = opts.onError;
     this.limiter = new StreamLimiter({ perClient: opts.maxPerClient, total: opts.maxTotal });
     // A closed feed tells no stream anything more: end them, so pages stop waiting on a silent stream.
     ctx.feed.whenClosed((why) => this.#endAll(why === 'stopping' ? 'stopping' : 'unavailable'));
@@ -128,7 +132,7 @@ export class InvoiceStreams {
 
   #start(stream: Stream, invoiceId: string, clientVersion: number | null): OpenedStream | null {
     // Subscribe before reading, so a change committed in between is not lost.
-    const unsubscribe = this.#ctx.feed.subscribe(invoiceId, (inv) => stream.update(this.#share(inv)));
+    const unsubscribe = this.#ctx.feed.subscribe(invoiceId, (inv) => this.#deliver(stream, inv));
     stream.cleanups.push(unsubscribe);
     const loaded = this.#ctx.repos.invoices.get(invoiceId);
     if (!loaded) {
@@ -153,6 +157,19 @@ export class InvoiceStreams {
         return stream.closed;
       },
     };
+  }
+
+  /**
+   * A published change to one stream. Its failure stays here: the writer that
+   * published has committed, and must not answer as if it had not.
+   */
+  #deliver(stream: Stream, inv: StoredInvoice): void {
+    try {
+      stream.update(this.#share(inv));
+    } catch (err) {
+      this.#onError(err);
+      stream.close(true, 'unavailable');
+    }
   }
 
   #retain(loaded: StoredInvoice): StoredInvoice {

@@ -380,6 +380,21 @@ describe('WebSocket /pay/invoices/:id/stream', () => {
     assert.equal((await till.request('/healthz')).status, 200);
   });
 
+  test('a change whose snapshot cannot be made ends the streams (1013) and is logged; the writer that published it is not failed', async (t) => {
+    const { logger, lines } = capturedLogger();
+    const till = await startTestTill(t, { logger });
+    const inv = await createInvoice(till, setupStore(till));
+    const sock = openSocket(t, wsUrl(till, `/pay/invoices/${inv.id}/stream`));
+    await sock.next();
+    const stored = till.rt.ctx.repos.invoices.get(inv.id)!;
+    renameTable(till, 'stores', 'stores_moved');
+    assert.doesNotThrow(() => till.rt.ctx.feed.publish({ ...stored, version: stored.version + 1 }));
+    renameTable(till, 'stores_moved', 'stores');
+    assert.deepEqual(await within(2000, 'close', sock.closed), { code: 1013, reason: 'database unavailable' });
+    assert.match(lines.find((l) => l.msg === 'checkout stream update failed; the stream was ended')?.err.message ?? '', /no such table: stores/);
+    assert.equal(till.rt.ctx.feed.subscriberCount(inv.id), 0);
+  });
+
   test('Till stopping closes the socket 1001 "server restarting" and ends the event streams', async (t) => {
     const till = await startTestTill(t);
     const inv = await createInvoice(till, setupStore(till));
