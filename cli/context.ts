@@ -3,6 +3,7 @@ import { systemClock } from '../src/clock.ts';
 import { loadConfig, SETTINGS, type Config } from '../src/config.ts';
 import { openDatabase } from '../src/db/connection.ts';
 import { createContext, type Context } from '../src/services/context.ts';
+import { refuseUpgradeUnderServer } from '../src/services/server-lease.ts';
 
 /** The config from defaults, file, environment and this invocation's flags. */
 export function configFrom(cmd: Command, extra: { demo?: boolean; ignoreFile?: boolean } = {}): Config {
@@ -21,7 +22,12 @@ export function configFrom(cmd: Command, extra: { demo?: boolean; ignoreFile?: b
  */
 export function withContext<T>(cmd: Command, fn: (ctx: Context) => T, opts: { create?: boolean } = {}): T {
   const config = configFrom(cmd);
-  const db = openDatabase(config.dataDir, { synchronous: config.synchronous, busyTimeoutMs: config.busyTimeoutMs, mustExist: !opts.create });
+  const db = openDatabase(config.dataDir, {
+    synchronous: config.synchronous,
+    busyTimeoutMs: config.busyTimeoutMs,
+    mustExist: !opts.create,
+    beforeUpgrade: (d) => refuseUpgradeUnderServer(d, config.dataDir, systemClock.now()),
+  });
   try {
     return fn(createContext(db, systemClock, config));
   } finally {

@@ -13,7 +13,7 @@ import { createContext, type Context } from './services/context.ts';
 import { assertDiskWritable } from './services/disk.ts';
 import { ExternalChanges } from './services/external-changes.ts';
 import { IDEMPOTENCY_TTL_MS, expireDueInvoices } from './services/invoices.ts';
-import { acquireServerLease, LEASE_RENEW_MS, LeaseLostError } from './services/server-lease.ts';
+import { acquireServerLease, LEASE_RENEW_MS, LeaseLostError, refuseUpgradeUnderServer } from './services/server-lease.ts';
 import { startLoop } from './services/workers.ts';
 import { VERSION } from './version.ts';
 import { DeliveryWorker } from './webhooks/delivery-worker.ts';
@@ -85,7 +85,12 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
   const clock = opts.clock ?? systemClock;
   const logger = opts.logger ?? createLogger(config.logLevel);
   const providers = parseRateSources(config.rates, { baseUrls: opts.rateBaseUrls });
-  const db = openDatabase(config.dataDir, { synchronous: config.synchronous, busyTimeoutMs: config.busyTimeoutMs, cacheMiB: SERVER_PAGE_CACHE_MIB });
+  const db = openDatabase(config.dataDir, {
+    synchronous: config.synchronous,
+    busyTimeoutMs: config.busyTimeoutMs,
+    cacheMiB: SERVER_PAGE_CACHE_MIB,
+    beforeUpgrade: (d) => refuseUpgradeUnderServer(d, config.dataDir, clock.now()),
+  });
   const ctx = createContext(db, clock, config);
   // The group commits' fsync off the event loop (docs/DECISIONS.md); with
   // synchronous=NORMAL configured there is no fsync to move.

@@ -14,6 +14,8 @@ export interface OpenOptions {
   cacheMiB?: number;
   /** Refuse a data dir without a database, rather than create one: a mistyped --data-dir is not a new, empty till. */
   mustExist?: boolean;
+  /** Called (and may throw) before an existing database is upgraded to this version's schema. */
+  beforeUpgrade?: (db: Db) => void;
 }
 
 /** The data directory holds no database (and was asked not to get one). */
@@ -53,7 +55,7 @@ export function openDatabase(dataDir: string, opts: OpenOptions = {}): Db {
     db.pragma('temp_store = MEMORY');
     if (opts.cacheMiB) db.pragma(`cache_size = -${Math.round(opts.cacheMiB * 1024)}`);
     db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
-    migrate(db);
+    migrate(db, opts.beforeUpgrade);
   } catch (err) {
     db.close();
     throw err;

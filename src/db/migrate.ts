@@ -12,9 +12,12 @@ export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;
  * records progress in PRAGMA user_version. A database written by a newer Till
  * is refused rather than half-understood.
  */
-export function migrate(db: Database.Database): number {
-  refuseNewer(schemaVersion(db));
-  for (const m of MIGRATIONS.slice(schemaVersion(db))) {
+export function migrate(db: Database.Database, beforeUpgrade?: (db: Database.Database) => void): number {
+  const from = schemaVersion(db);
+  refuseNewer(from);
+  // A new database (version 0) has nothing that could be using it.
+  if (from > 0 && from < LATEST_SCHEMA_VERSION) beforeUpgrade?.(db);
+  for (const m of MIGRATIONS.slice(from)) {
     db.transaction(() => {
       // Read again under the write lock: another process (the server and a CLI
       // command started together after an upgrade) may have applied it meanwhile.

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { inTransaction } from '../db/connection.ts';
+import { inTransaction, type Db } from '../db/connection.ts';
 import type { Context } from './context.ts';
 
 // One `till serve` per data directory: two would both run the webhook worker
@@ -45,12 +45,32 @@ function holderGone(held: Lease): boolean {
   }
 }
 
+/** The lease of another server that still runs, or null. */
+function otherServer(held: Lease | null, now: number): Lease | null {
+  return held && held.owner !== owner && now - held.renewedAt < LEASE_TTL_MS && !holderGone(held) ? held : null;
+}
+
+/**
+ * For openDatabase's beforeUpgrade: a newer Till (a CLI command run after
+ * updating, before the service restarted) must not change the schema under
+ * the older server still running on it.
+ */
+export function refuseUpgradeUnderServer(db: Db, dataDir: string, now: number): void {
+  const row = db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?').get(KEY);
+  const held = otherServer(row ? (JSON.parse(row.value) as Lease) : null, now);
+  if (held) {
+    throw new LeaseHeldError(
+      `the database in ${dataDir} needs upgrading for this version of Till, but a till serve (pid ${held.pid} on ${held.host}) is running on it, likely the version before: stop or restart that server first (it upgrades the database as it starts)`,
+    );
+  }
+}
+
 /** Takes the lease or throws LeaseHeldError naming the holder; renew() keeps it, or throws LeaseLostError. */
 export function acquireServerLease(ctx: Context): { renew(): void; release(): void } {
   const now = () => ctx.clock.now();
   inTransaction(ctx.db, () => {
-    const held = ctx.repos.meta.getJson<Lease>(KEY);
-    if (held && held.owner !== owner && now() - held.renewedAt < LEASE_TTL_MS && !holderGone(held)) {
+    const held = otherServer(ctx.repos.meta.getJson<Lease>(KEY), now());
+    if (held) {
       throw new LeaseHeldError(
         `another till serve (pid ${held.pid} on ${held.host}) is running on ${ctx.config.dataDir}; stop it first (a crashed one's claim lapses after ${LEASE_TTL_MS / 1000} s)`,
       );

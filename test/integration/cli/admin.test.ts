@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { systemClock } from '../../../src/clock.ts';
 import { loadConfig } from '../../../src/config.ts';
 import { databasePath, openDatabase } from '../../../src/db/connection.ts';
+import { MIGRATIONS } from '../../../src/db/migrations/index.ts';
 import { createContext } from '../../../src/services/context.ts';
 import { DEMO_XPUB } from '../../../src/services/demo.ts';
 import { runTill, tillJson } from '../../helpers/cli.ts';
@@ -188,6 +191,33 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     const r = await runTill(['deliveries', 'replay', 'dlv_01m7yrrt80xqdbztbykwnv04zp', '--store', typo], { dataDir });
     assert.equal(r.code, 1);
     assert.match(r.stderr, /--store goes with --all-dead/);
+  });
+
+  test('a database that needs upgrading is left alone while an older server runs on it; upgraded once it stopped', async (t) => {
+    const dataDir = tempDir(t);
+    // A data dir of the version before, its server (pid of a live process on this host) still running.
+    const old = new Database(databasePath(dataDir));
+    for (const m of MIGRATIONS.slice(0, -1)) {
+      old.exec(m.sql);
+      old.pragma(`user_version = ${m.version}`);
+    }
+    const server = spawn('sleep', ['60'], { stdio: 'ignore' });
+    t.after(() => server.kill());
+    const lease = { owner: 'older-till', pid: server.pid, host: hostname(), renewedAt: Date.now() };
+    old.prepare("INSERT INTO meta (key, value) VALUES ('server_lease', ?)").run(JSON.stringify(lease));
+    old.close();
+    const refused = await runTill(['store', 'list'], { dataDir });
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, new RegExp(`needs upgrading .* a till serve \\(pid ${server.pid} on .*\\) is running on it.*stop or restart that server first`));
+    const db = new Database(databasePath(dataDir), { readonly: true });
+    assert.equal(db.pragma('user_version', { simple: true }), MIGRATIONS.length - 1, 'not upgraded');
+    db.close();
+    server.kill();
+    await new Promise((r) => server.once('exit', r));
+    assert.equal((await runTill(['store', 'list'], { dataDir })).code, 0);
+    const after = new Database(databasePath(dataDir), { readonly: true });
+    t.after(() => after.close());
+    assert.equal(after.pragma('user_version', { simple: true }), MIGRATIONS.length);
   });
 
   test('config show masks secrets; --help and --version answer', async (t) => {
