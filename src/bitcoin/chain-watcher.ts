@@ -60,6 +60,8 @@ export class ChainWatcher {
   #watch: WatchSet | null = null;
   #feed: ZmqFeed | null = null;
   #zmqAvailable = true;
+  /** The mempool's txids at the last look, while it is polled (no ZMQ): each poll fetches only the new ones. */
+  #mempoolSeen: Set<string> | null = null;
   #health: ChainHealth = { status: 'connecting', error: null, tip_height: null, initial_block_download: false, zmq: 'disconnected', pruned: false, pruned_fallback: null, watched_addresses: 0, last_sync_at: null, syncs: 0 };
   #running = false;
   #syncing: Promise<void> | null = null;
@@ -174,6 +176,8 @@ export class ChainWatcher {
       // Before the blocks: an on-time payment still unmined makes an invoice wait, so the
       // blocks mined while Till was away must not be judged without it (a late one in them would expire it).
       if (full) await this.#scanMempool();
+      // Without ZMQ nothing tells of a new transaction: each sync looks for them.
+      else if (!this.#zmqAvailable) await this.#scanMempool(true);
       // Cut short (the chain moved under it): the queued re-sync finishes the work; until then Till has not caught up.
       if (!(await this.#catchUpBlocks(info.blocks))) {
         this.#ctx.chain.caughtUp = false;
@@ -208,17 +212,20 @@ export class ChainWatcher {
   }
 
   async #startFeed(): Promise<void> {
-    if (this.#feed || !this.#zmqAvailable) return;
+    if (this.#feed) return;
     let endpoints: string[];
     if (this.#o.zmqEndpoint) endpoints = [this.#o.zmqEndpoint];
     else {
+      // Asked at every sync until found: a bitcoind restarted with -zmqpub… is followed without restarting Till.
       const found = await this.#o.bitcoind.getZmqEndpoints();
       endpoints = [found.sequence, found.rawtx, found.hashblock].filter((e): e is string => Boolean(e));
       if (endpoints.length === 0) {
+        if (this.#zmqAvailable) this.#log.warn('bitcoind publishes no ZMQ notifications (-zmqpubsequence, -zmqpubrawtx, -zmqpubhashblock): polling its blocks and mempool every 30 s instead');
         this.#zmqAvailable = false;
-        this.#log.warn('bitcoind publishes no ZMQ notifications (-zmqpubsequence, -zmqpubrawtx, -zmqpubhashblock): falling back to polling every 30 s');
         return;
       }
+      if (!this.#zmqAvailable) this.#log.info('bitcoind publishes ZMQ notifications now: following them');
+      this.#zmqAvailable = true;
     }
     this.#feed = new ZmqFeed({
       endpoints,
@@ -392,15 +399,19 @@ export class ChainWatcher {
    * found. What is gone is marked by the tracked check after the blocks (a
    * payment missing from the mempool now may be in one of them).
    */
-  async #scanMempool(): Promise<void> {
+  /** `onlyNew`: only the transactions that entered the mempool since the last look (polling, without ZMQ). */
+  async #scanMempool(onlyNew = false): Promise<void> {
     const { bitcoind } = this.#o;
     const times = await bitcoind.getRawMempoolTimes();
-    const txids = [...times.keys()];
+    const seen = onlyNew ? this.#mempoolSeen : null;
+    const txids = [...times.keys()].filter((txid) => !seen?.has(txid));
     for (let i = 0; i < txids.length && this.#running; i += MEMPOOL_FETCH_BATCH) {
       for (const tx of await bitcoind.getRawTransactions(txids.slice(i, i + MEMPOOL_FETCH_BATCH))) {
         this.#publish(applyMempoolTx(this.#ctx, this.#watch!, tx, Math.min(this.#ctx.clock.now(), times.get(tx.getId()) ?? Infinity)));
       }
     }
+    // Kept only while polling: with ZMQ every new transaction arrives by itself.
+    this.#mempoolSeen = this.#zmqAvailable || !this.#running ? null : new Set(times.keys());
   }
 
   /** After the blocks of every re-sync: are the unconfirmed payments Till tracks still in the mempool? */

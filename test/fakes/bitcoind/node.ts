@@ -302,8 +302,8 @@ export class FakeBitcoind {
     return this.#zmq.stop();
   }
 
-  /** Binds ZMQ again on the same port; resetCounters models a bitcoind restart (counters from 0). */
-  startZmq(opts: { resetCounters?: boolean } = {}): Promise<void> {
+  /** Binds ZMQ again on the same port; resetCounters models a bitcoind restart (counters from 0), `topics` one with other -zmqpub… options. */
+  startZmq(opts: { resetCounters?: boolean; topics?: readonly ZmqTopic[] } = {}): Promise<void> {
     return this.#zmq.start(opts);
   }
 

@@ -23,7 +23,7 @@ const BIND_RETRIES = 40;
 const BIND_RETRY_MS = 25;
 
 export class ZmqPublisher {
-  readonly topics: readonly ZmqTopic[];
+  #topics: readonly ZmqTopic[];
   readonly hwm: number;
   #socket: zmq.XPublisher | null = null;
   #port = 0;
@@ -34,8 +34,13 @@ export class ZmqPublisher {
   #sending: Promise<void> = Promise.resolve();
 
   constructor(topics: readonly ZmqTopic[], hwm: number) {
-    this.topics = ZMQ_TOPICS.filter((t) => topics.includes(t));
+    this.#topics = ZMQ_TOPICS.filter((t) => topics.includes(t));
     this.hwm = hwm;
+  }
+
+  /** The topics published (bitcoind's -zmqpub… options). */
+  get topics(): readonly ZmqTopic[] {
+    return this.#topics;
   }
 
   get endpoint(): string {
@@ -46,10 +51,11 @@ export class ZmqPublisher {
     return this.#socket !== null;
   }
 
-  /** Binds (first time on a random port, afterwards on the same one). */
-  async start(opts: { resetCounters?: boolean } = {}): Promise<void> {
+  /** Binds (first time on a random port, afterwards on the same one); `topics`: a restart with other -zmqpub… options. */
+  async start(opts: { resetCounters?: boolean; topics?: readonly ZmqTopic[] } = {}): Promise<void> {
     if (this.#socket) return;
     if (opts.resetCounters) this.#counters.clear();
+    if (opts.topics) this.#topics = ZMQ_TOPICS.filter((t) => opts.topics!.includes(t));
     // Its own context: each fake node's sockets share no libzmq state with Till's or other tests'.
     const socket = new zmq.XPublisher({ context: new zmq.Context(), sendHighWaterMark: this.hwm, tcpKeepalive: 1, linger: 0 });
     const address = this.#port ? this.endpoint : 'tcp://127.0.0.1:*';

@@ -6,7 +6,8 @@ import { Bitcoind, SCAN_TIMEOUT_MS } from '../../../src/bitcoin/bitcoind.ts';
 import { RpcClient, RpcUnavailableError } from '../../../src/bitcoin/rpc-client.ts';
 import { ZmqFeed } from '../../../src/bitcoin/zmq-feed.ts';
 import { listenOnLoopback } from '../../helpers/listen.ts';
-import { startTestTill } from '../../helpers/till-server.ts';
+import { ManualClock } from '../../../src/clock.ts';
+import { call, setupStore, startTestTill } from '../../helpers/till-server.ts';
 import { nodeEnv, waitFor } from './helpers.ts';
 
 describe('chain: bad input from the node', () => {
@@ -123,5 +124,30 @@ describe('chain: bad input from the node', () => {
     await till.rt.chain!.idle();
     const syncs = (till.rt.health().chain as { syncs: number }).syncs;
     assert.ok(syncs <= 3, `${syncs} re-syncs in half a second`);
+  });
+});
+
+describe('chain: a node without ZMQ notifications', () => {
+  test('is polled (a payment is found on the timer), and followed by ZMQ once restarted with it', async (t) => {
+    const { startFakeBitcoind } = await import('../../fakes/bitcoind/index.ts');
+    const clock = new ManualClock(Date.now());
+    const node = await startFakeBitcoind({ clock, zmqTopics: [] });
+    t.after(() => node.stop());
+    // No TILL_ZMQ: the endpoints are asked of the node.
+    const env = { TILL_BITCOIND: 'true', TILL_RPC_URL: node.rpcUrl, TILL_RPC_COOKIE_FILE: node.cookieFile };
+    const till = await startTestTill(t, { clock, env, chainResyncMs: 100 });
+    const store = setupStore(till, { mode: 'live' });
+    till.rt.chain!.start();
+    await till.rt.chain!.idle();
+    assert.equal((till.rt.health().chain as any).zmq, 'unavailable');
+    const inv = (await call(till, 'POST', '/v1/invoices', { key: store.key, body: { amount_sats: 50_000 } })).body;
+    await node.pay(inv.address, 50_000);
+    await waitFor(async () => (await call(till, 'GET', `/v1/invoices/${inv.id}`, { key: store.key })).body.amount_received_sats === 50_000, 'the payment found by polling');
+
+    // bitcoind restarted with -zmqpubsequence, -zmqpubrawtx, -zmqpubhashblock.
+    await node.stopZmq();
+    await node.startZmq({ resetCounters: true, topics: ['sequence', 'rawtx', 'hashblock'] });
+    await waitFor(() => (till.rt.health().chain as any).zmq === 'connected', 'ZMQ followed without a restart of Till');
+    await node.waitForSubscriber(['sequence', 'rawtx', 'hashblock'], 5000);
   });
 });
