@@ -3,7 +3,7 @@ import type { Network } from '../config.ts';
 import type { StoredInvoice } from '../db/invoices.ts';
 import type { Logger } from '../log.ts';
 import type { ChainBlock } from '../db/chain-blocks.ts';
-import { applyBlock, applyChainChange, applyMempoolTx, loadWatchSet, prevHashOf, readBlock, reconcileMempool, recordBlockSeen, scannedBlockFacts, trackedMempoolTxids, type BlockFacts, type BlockHeader } from '../services/chain-payments.ts';
+import { applyBlock, applyChainChange, applyMempoolTx, loadWatchSet, prevHashOf, readBlock, reconcileMempool, recordBlockSeen, scannedBlockFacts, settleWatchEnds, trackedMempoolTxids, type BlockFacts, type BlockHeader } from '../services/chain-payments.ts';
 import type { Context } from '../services/context.ts';
 import { RPC_PRUNED_OR_MISC, type Bitcoind } from './bitcoind.ts';
 import { CHAIN_NAMES } from './node-connection.ts';
@@ -141,6 +141,7 @@ export class ChainWatcher {
   #buildWatchSet(): void {
     const now = this.#ctx.clock.now();
     const asOf = Math.min(now, this.#ctx.repos.chainBlocks.tipProcessedAt() ?? now);
+    settleWatchEnds(this.#ctx);
     this.#watch = loadWatchSet(this.#ctx, asOf);
     this.#lastPrune = asOf;
   }

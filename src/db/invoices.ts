@@ -159,6 +159,9 @@ export function createInvoicesRepo(db: Db) {
   const withPaymentsAbove = db.prepare<[number], InvoiceRow>(
     'SELECT rowid, * FROM invoices WHERE id IN (SELECT invoice_id FROM payments WHERE block_height >= ?)',
   );
+  const finishedWatchedWhileNeeded = db.prepare<[number], InvoiceRow>(
+    "SELECT rowid, * FROM invoices WHERE watch_until = ? AND status <> 'pending'",
+  );
   const withMempoolPayments = db.prepare<[], InvoiceRow>(
     "SELECT rowid, * FROM invoices WHERE id IN (SELECT invoice_id FROM payments WHERE status = 'mempool')",
   );
@@ -260,6 +263,10 @@ export function createInvoicesRepo(db: Db) {
     },
     listWithPaymentsFromHeight(height: number): StoredInvoice[] {
       return loadMany(withPaymentsAbove.all(height));
+    },
+    /** Invoices past pending still watched while needed (see chain-payments settleWatchEnds). */
+    listFinishedWatchedWhileNeeded(): StoredInvoice[] {
+      return loadMany(finishedWatchedWhileNeeded.all(WATCH_WHILE_NEEDED));
     },
     listWithMempoolPayments(): StoredInvoice[] {
       return loadMany(withMempoolPayments.all());

@@ -1,6 +1,7 @@
 import type { Block, Transaction } from 'bitcoinjs-lib';
 import type { UnspentOutput } from '../bitcoin/bitcoind.ts';
 import { WatchSet } from '../bitcoin/watch-set.ts';
+import { inTransaction } from '../db/connection.ts';
 import type { StoredInvoice } from '../db/invoices.ts';
 import type { Payment } from '../domain/invoice.ts';
 import { joinUntil, transition, watchUntil, type Fact } from '../domain/invoice-state.ts';
@@ -35,6 +36,19 @@ const STATE_DEPTH = 7;
 const BLOCKS_KEPT = 1000;
 
 /** The watch set as of now: every invoice whose address must be watched. */
+/**
+ * Gives invoices kept watched "while needed" that no longer need it their
+ * real watch end: an upgrade from schema 2 gave every invoice the sentinel,
+ * and a finished one would otherwise stay in the watch set for good.
+ */
+export function settleWatchEnds(ctx: Context): void {
+  const settled = ctx.repos.invoices.listFinishedWatchedWhileNeeded().filter((inv) => watchUntil(inv) !== null);
+  if (settled.length === 0) return;
+  inTransaction(ctx.db, () => {
+    for (const inv of settled) ctx.repos.invoices.touch(inv.id, watchUntil(inv));
+  });
+}
+
 export function loadWatchSet(ctx: Context, now: number): WatchSet {
   // Sized up front: growing a million-entry table doubling by doubling rehashes it ten times.
   const set = new WatchSet(ctx.repos.invoices.countWatched(now));

@@ -1,12 +1,16 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { describe, test } from 'node:test';
+import Database from 'better-sqlite3';
 import { Publisher } from 'zeromq';
 import { Bitcoind, SCAN_TIMEOUT_MS } from '../../../src/bitcoin/bitcoind.ts';
 import { RpcClient, RpcUnavailableError } from '../../../src/bitcoin/rpc-client.ts';
 import { ZmqFeed } from '../../../src/bitcoin/zmq-feed.ts';
 import { listenOnLoopback } from '../../helpers/listen.ts';
+import { tempDir } from '../../helpers/temp.ts';
 import { ManualClock } from '../../../src/clock.ts';
+import { databasePath } from '../../../src/db/connection.ts';
+import { MIGRATIONS } from '../../../src/db/migrations/index.ts';
 import { call, setupStore, startTestTill } from '../../helpers/till-server.ts';
 import { nodeEnv, waitFor } from './helpers.ts';
 
@@ -149,5 +153,44 @@ describe('chain: a node without ZMQ notifications', () => {
     await node.startZmq({ resetCounters: true, topics: ['sequence', 'rawtx', 'hashblock'] });
     await waitFor(() => (till.rt.health().chain as any).zmq === 'connected', 'ZMQ followed without a restart of Till');
     await node.waitForSubscriber(['sequence', 'rawtx', 'hashblock'], 5000);
+  });
+});
+
+describe('chain: a data dir from before the chain watcher (schema 2)', () => {
+  // 0003_chain gave every existing invoice the "watched while needed" sentinel, whatever its state.
+  test('invoices that finished long ago are not watched; a pending one is', async (t) => {
+    const { startFakeBitcoind } = await import('../../fakes/bitcoind/index.ts');
+    const dir = tempDir(t);
+    const raw = new Database(databasePath(dir));
+    raw.pragma('journal_mode = WAL');
+    for (const m of MIGRATIONS.slice(0, 2)) {
+      raw.exec(m.sql);
+      raw.pragma(`user_version = ${m.version}`);
+    }
+    const now = Date.now();
+    const yearAgo = now - 365 * 24 * 3600_000;
+    const late = 7 * 24 * 3600_000;
+    raw.prepare("INSERT INTO stores (id, name, mode, created_at) VALUES ('sto_1', 'Shop', 'test', ?)").run(yearAgo);
+    raw.prepare("INSERT INTO xpubs (id, store_id, env, key_text, script_type, key_network, status, created_at) VALUES ('xpb_1', 'sto_1', 'test', 'k', 'p2wpkh', 'test', 'active', ?)").run(yearAgo);
+    const insert = raw.prepare(`INSERT INTO invoices (id, store_id, livemode, status, amount_sats, xpub_id, address_index, address, script_hex,
+        confirmations_required, late_window_ms, expires_at, created_at, expired_at, cancelled_at)
+      VALUES (?, 'sto_1', 0, ?, 1000, 'xpb_1', ?, ?, ?, 1, ?, ?, ?, ?, ?)`);
+    insert.run('inv_expired', 'expired', 0, 'addr0', '0014' + '00'.repeat(20), late, yearAgo + 1_800_000, yearAgo, yearAgo + 1_800_000, null);
+    insert.run('inv_cancelled', 'cancelled', 1, 'addr1', '0014' + '11'.repeat(20), late, yearAgo + 1_800_000, yearAgo, null, yearAgo + 60_000);
+    insert.run('inv_pending', 'pending', 2, 'addr2', '0014' + '22'.repeat(20), late, now + 1_800_000, now, null, null);
+    raw.close();
+
+    const clock = new ManualClock(now);
+    const node = await startFakeBitcoind({ clock });
+    t.after(() => node.stop());
+    const till = await startTestTill(t, { clock, env: { ...nodeEnv(node), TILL_DATA_DIR: dir } });
+    till.rt.chain!.start();
+    await till.rt.chain!.idle();
+    assert.equal((till.rt.health().chain as any).watched_addresses, 1);
+    assert.deepEqual(till.rt.ctx.db.prepare('SELECT id, watch_until FROM invoices ORDER BY id').all(), [
+      { id: 'inv_cancelled', watch_until: yearAgo + 60_000 + late },
+      { id: 'inv_expired', watch_until: yearAgo + 1_800_000 + late },
+      { id: 'inv_pending', watch_until: Number.MAX_SAFE_INTEGER },
+    ]);
   });
 });
