@@ -39,15 +39,21 @@ const BLOCKS_KEPT = 1000;
 /**
  * Gives invoices kept watched "while needed" that no longer need it their
  * real watch end: an upgrade from schema 2 gave every invoice the sentinel,
- * and a finished one would otherwise stay in the watch set for good.
+ * and a finished one would otherwise stay in the watch set for good. Once
+ * per data dir (it reads every pending invoice): every write since sets it.
  */
 export function settleWatchEnds(ctx: Context): void {
-  const settled = ctx.repos.invoices.listFinishedWatchedWhileNeeded().filter((inv) => watchUntil(inv) !== null);
-  if (settled.length === 0) return;
+  if (ctx.repos.meta.get(WATCH_ENDS_SETTLED)) return;
   inTransaction(ctx.db, () => {
-    for (const inv of settled) ctx.repos.invoices.touch(inv.id, watchUntil(inv));
+    for (const inv of ctx.repos.invoices.listFinishedWatchedWhileNeeded()) {
+      const until = watchUntil(inv);
+      if (until !== null) ctx.repos.invoices.touch(inv.id, until);
+    }
+    ctx.repos.meta.set(WATCH_ENDS_SETTLED, '1');
   });
 }
+
+const WATCH_ENDS_SETTLED = 'watch_ends_settled';
 
 export function loadWatchSet(ctx: Context, now: number): WatchSet {
   // Sized up front: growing a million-entry table doubling by doubling rehashes it ten times.
