@@ -4,6 +4,7 @@ import { WatchSet } from '../bitcoin/watch-set.ts';
 import { inTransaction } from '../db/connection.ts';
 import type { StoredInvoice } from '../db/invoices.ts';
 import type { Payment } from '../domain/invoice.ts';
+import { isCounting } from '../domain/invoice-amounts.ts';
 import { joinUntil, transition, watchUntil, type Fact } from '../domain/invoice-state.ts';
 import { isSimulatedPayment } from '../domain/synthetic-payment.ts';
 import type { Context } from './context.ts';
@@ -126,7 +127,11 @@ function applyPayments(ctx: Context, inv: StoredInvoice, payments: Payment[], no
     // Gap-limit bookkeeping: this index of the xpub is funded.
     if (!known.has(`${p.txid}:${p.vout}`)) ctx.repos.xpubs.recordFunding(inv.xpubId, inv.addressIndex, now);
   }
-  return saveTransition(ctx, inv, invoice, events);
+  const saved = saveTransition(ctx, inv, invoice, events);
+  // A payment that stopped counting no longer funds its index: a wallet scanning the chain never sees it.
+  const counted = new Set(inv.payments.filter(isCounting).map((p) => `${p.txid}:${p.vout}`));
+  if (payments.some((p) => !isCounting(p) && counted.has(`${p.txid}:${p.vout}`))) ctx.repos.xpubs.recountFunding(inv.xpubId);
+  return saved;
 }
 
 function byId(changed: Map<string, StoredInvoice>, inv: StoredInvoice): StoredInvoice {
