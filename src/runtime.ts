@@ -3,8 +3,10 @@ import type { Config } from './config.ts';
 import { startDbThread, type DbThread } from './db/db-thread.ts';
 import { openDatabase } from './db/connection.ts';
 import { openWalSync } from './db/wal-sync.ts';
+import type { XpubRecord } from './db/xpubs.ts';
 import { LATEST_SCHEMA_VERSION } from './db/migrate.ts';
 import { ApiError } from './domain/errors.ts';
+import { gapHeadroom, gapLimitReached } from './domain/gap-limit.ts';
 import { createLogger, type Logger } from './log.ts';
 import { parseRateSources } from './rates/provider.ts';
 import { RateService, type StoredRate } from './rates/rate-service.ts';
@@ -34,6 +36,11 @@ export interface HealthReport {
    */
   database: { status: 'ok' | 'failed' | 'disk_full' | 'unavailable'; error: string | null };
   chain: ChainHealth | { status: 'disabled' };
+  /**
+   * How close the live keys are to their wallets' gap limits (DESIGN.md): those where live invoices now answer
+   * 409 gap_limit_exceeded, and the fewest indexes left on any (null: no live key, or the database failed).
+   */
+  gap_limit: { at_limit: string[]; lowest_headroom: number | null };
 }
 
 /**
@@ -170,6 +177,19 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
     }
   }
 
+  function gapHealth(dbFailed: boolean): HealthReport['gap_limit'] {
+    let live: XpubRecord[] = [];
+    try {
+      if (!dbFailed) live = ctx.repos.xpubs.listActive().filter((x) => x.env === 'live');
+    } catch {
+      // Unreadable: the database part of the report says why, when it can tell.
+    }
+    return {
+      at_limit: live.filter((x) => gapLimitReached(x, clock.now())).map((x) => x.id),
+      lowest_headroom: live.length === 0 ? null : Math.min(...live.map(gapHeadroom)),
+    };
+  }
+
   function rateHealth(): HealthReport['rates'] {
     try {
       const r = ctx.rates!.current();
@@ -201,6 +221,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
         rates,
         database,
         chain: chainHealth,
+        gap_limit: gapHealth(database.status === 'failed'),
       };
     },
     startDbThread() {

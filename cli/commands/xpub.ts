@@ -27,7 +27,7 @@ export function xpubCommand(): Command {
 
   cmd.command('list').description('list keys').option('--store <id>', 'only this store').action(function (this: Command) {
     const xs = withContext(this, (ctx) => listXpubs(ctx, this.opts().store)).map(xpubView);
-    emit(this.optsWithGlobals(), xs, () => table(xs.map((x) => [x.id, x.store_id, x.env, x.status, x.script_type, `next ${x.next_index}`, `${x.key.slice(0, 24)}…`])));
+    emit(this.optsWithGlobals(), xs, () => table(xs.map((x) => [x.id, x.store_id, x.env, x.status, x.script_type, `next ${x.next_index}`, `gap ${x.gap_headroom} of ${x.gap_limit} left`, `${x.key.slice(0, 24)}…`])));
   });
 
   cmd.command('retire').description('stop using a key for new invoices').argument('<id>', 'xpub id (xpb_…)').action(function (this: Command, id: string) {

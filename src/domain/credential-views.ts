@@ -2,6 +2,7 @@ import { toIso, toIsoOrNull } from '../clock.ts';
 import { maskApiKey } from '../auth/api-keys.ts';
 import type { ApiKeyRecord } from '../db/api-keys.ts';
 import type { XpubRecord } from '../db/xpubs.ts';
+import { gapHeadroom } from './gap-limit.ts';
 
 export function apiKeyView(k: ApiKeyRecord) {
   return {
@@ -28,6 +29,8 @@ export function xpubView(x: XpubRecord) {
     gap_limit: x.gapLimit,
     next_index: x.nextIndex,
     last_funded_index: x.lastFundedIndex,
+    /** Indexes left before live invoices stop with gap_limit_exceeded (0 or less: at the limit, unless funded in the last 24 h). */
+    gap_headroom: gapHeadroom(x),
     created_at: toIso(x.createdAt),
     retired_at: toIsoOrNull(x.retiredAt),
   };

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { StoredInvoice } from '../db/invoices.ts';
 import { ApiError, invoiceNotFound } from '../domain/errors.ts';
+import { gapLimitReached } from '../domain/gap-limit.ts';
 import type { Invoice } from '../domain/invoice.ts';
 import type { InvoiceRequest } from '../domain/invoice-request.ts';
 import { transition, type DomainEvent } from '../domain/invoice-state.ts';
@@ -12,10 +13,8 @@ import type { Caller } from './api-keys.ts';
 import type { Context } from './context.ts';
 import { assertDiskWritable } from './disk.ts';
 import { recordEvents } from './events.ts';
-import { gapHeadroom } from './xpubs.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
-const FUNDING_GRACE_MS = 24 * 60 * 60 * 1000;
 
 export interface CreateResult {
   status: number;
@@ -129,7 +128,7 @@ async function createAdmitted(ctx: Context, input: CreateInvoiceInput, req: Invo
       const fix = `${ctx.config.dashboardUrl || ctx.baseUrl}/stores/${store.id}/xpubs`;
       throw new ApiError('no_active_xpub', `store ${store.id} has no active ${envOf(caller)} xpub. Add one at ${fix} or run: till xpub add --store ${store.id} --env ${envOf(caller)} <xpub>`);
     }
-    if (live && gapHeadroom(xpub) <= 0 && !(xpub.lastFundedAt !== null && now - xpub.lastFundedAt < FUNDING_GRACE_MS)) {
+    if (live && gapLimitReached(xpub, now)) {
       throw new ApiError('gap_limit_exceeded', `the wallet's gap limit (${xpub.gapLimit}) is within 5 of being reached and no payment was seen in 24 hours. Raise the gap limit in your wallet (100 or more recommended) and run: till xpub add --store ${store.id} --env live --gap-limit 100 <xpub>, or rotate to a new xpub.`);
     }
     // The 503s after every refusal that does not need a rate: a 503 says the

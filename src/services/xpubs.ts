@@ -76,9 +76,3 @@ export function retireXpub(ctx: Context, id: string): XpubRecord {
     return ctx.repos.xpubs.get(id)!;
   });
 }
-
-/** How many more indexes can be handed out before the gap-limit rule bites. */
-export function gapHeadroom(x: XpubRecord): number {
-  const unfundedRun = x.nextIndex - ((x.lastFundedIndex ?? -1) + 1);
-  return x.gapLimit - 5 - unfundedRun;
-}

@@ -7,6 +7,8 @@ import { createServer } from 'node:http';
 import { describe, test } from 'node:test';
 import { ManualClock } from '../../../src/clock.ts';
 import { listenOnLoopback } from '../../helpers/listen.ts';
+import { addXpub } from '../../../src/services/xpubs.ts';
+import { testTpub } from '../../helpers/keys.ts';
 import { call, setupStore, startTestTill } from '../../helpers/till-server.ts';
 import { nodeEnv, startChainFixture, startWatching, waitFor } from '../chain/helpers.ts';
 import { startFakeNode } from '../chain/nodes.ts';
@@ -78,4 +80,18 @@ describe('GET /healthz', () => {
     assert.match(health.body.database.error, /MB free/);
     assert.equal((await call(probe, 'GET', '/healthz')).body.database.status, 'ok', 'with room above the floor');
   });
+
+  test('shows how close the live keys are to their gap limits; one at its limit leaves status ok (it is the wallet\'s setting)', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till, { mode: 'live' });
+    assert.deepEqual((await call(till, 'GET', '/healthz')).body.gap_limit.at_limit, []);
+    const { xpub } = addXpub(till.rt.ctx, { storeId: store.storeId, env: 'live', key: testTpub('health-gap'), gapLimit: 6 });
+    assert.equal((await call(till, 'POST', '/v1/invoices', { key: store.key, body: { amount_sats: 1000 } })).status, 201);
+    const refused = await call(till, 'POST', '/v1/invoices', { key: store.key, body: { amount_sats: 1000 } });
+    assert.equal(refused.body.error.code, 'gap_limit_exceeded');
+    const health = await call(till, 'GET', '/healthz');
+    assert.equal(health.status, 200);
+    assert.deepEqual(health.body.gap_limit, { at_limit: [xpub.id], lowest_headroom: 0 });
+  });
 });
+

@@ -115,6 +115,8 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     assert.match(human.stdout, /0\/0 {2}bcrt1qcr8te4kr609gcawutmrza0j4xv80jy8zeqchgx/, 'a test store may use a mainnet key; addresses are encoded for regtest');
     const all = await tillJson(['xpub', 'list', '--store', store.id], { dataDir, env });
     assert.deepEqual(all.map((x: any) => `${x.env}:${x.status}`).sort(), ['live:active', 'live:retired', 'test:active']);
+    assert.equal(all.find((x: any) => x.id === live.xpub.id).gap_headroom, 45, 'gap limit 50 less the margin of 5, nothing handed out');
+    assert.match((await runTill(['xpub', 'list', '--store', store.id], { dataDir, env })).stdout, /gap 45 of 50 left/);
     const back = await tillJson(['xpub', 'add', '--store', store.id, '--env', 'live', testTpub('cli')], { dataDir, env });
     assert.equal(back.xpub.id, live.xpub.id, 'a retired key added again comes back');
     assert.equal(back.xpub.gap_limit, 50, 'with its own gap limit, not the default');
