@@ -154,7 +154,12 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
   async function refillAllPools(): Promise<void> {
     for (const x of ctx.repos.xpubs.listActive()) {
       if (workStopped) return;
-      await refillAddressPool(ctx, x.id, undefined, () => workStopped !== null);
+      try {
+        await refillAddressPool(ctx, x.id, undefined, () => workStopped !== null);
+      } catch (err) {
+        // One key's failure (an unreadable key text) leaves the others' pools filled.
+        logger.error({ err, xpub_id: x.id }, 'address pool refill failed');
+      }
     }
   }
 

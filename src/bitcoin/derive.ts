@@ -14,6 +14,9 @@ import {
 import { taprootOutputKey } from './internal/taproot.ts';
 import { getNetwork, type TillNetwork } from './networks.ts';
 
+/** A key's last receive address: BIP32 non-hardened indexes end at 2^31 - 1. */
+export const LAST_RECEIVE_INDEX = MAX_NON_HARDENED_INDEX;
+
 export interface DerivedAddress {
   index: number;
   address: string;

@@ -13,6 +13,7 @@
 // This module checks structure only; the key itself is decoded and checked by
 // extended-key.ts.
 import { invalidField } from '../domain/errors.ts';
+import { MAX_NON_HARDENED_INDEX } from './internal/child-key.ts';
 import { CHECKSUM_CHARSET, computeDescriptorChecksum } from './internal/descriptor-checksum.ts';
 import type { ScriptType } from './internal/key-versions.ts';
 
@@ -46,7 +47,6 @@ const WRAPPERS: readonly Wrapper[] = [
 
 const SUPPORTED = 'Till accepts pkh(KEY), wpkh(KEY), sh(wpkh(KEY)) or tr(KEY)';
 const KEY_FORMS = 'KEY, KEY/0/* or KEY/<0;1>/*';
-const MAX_INDEX = 0x7fffffff;
 const RECEIVE_BRANCH: readonly number[] = [0];
 
 function refuse(message: string): never {
@@ -151,8 +151,8 @@ function parseOrigin(origin: string): { fingerprint: string; originPath: string 
   }
   const normalized = steps.map((step) => {
     const match = /^(\d{1,10})(['h]?)$/.exec(step);
-    if (!match || Number(match[1]) > MAX_INDEX) {
-      refuse(`Each key origin step is a number up to ${MAX_INDEX}, optionally followed by h or ' (hardened).`);
+    if (!match || Number(match[1]) > MAX_NON_HARDENED_INDEX) {
+      refuse(`Each key origin step is a number up to ${MAX_NON_HARDENED_INDEX}, optionally followed by h or ' (hardened).`);
     }
     return `${Number(match[1])}${match[2] ? 'h' : ''}`;
   });

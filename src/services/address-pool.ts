@@ -1,7 +1,8 @@
-import { deriveReceiveAddresses } from '../bitcoin/derive.ts';
+import { deriveReceiveAddresses, LAST_RECEIVE_INDEX } from '../bitcoin/derive.ts';
 import { parseWatchKey, type WatchKey } from '../bitcoin/extended-key.ts';
 import type { PooledAddress } from '../db/address-pool.ts';
 import type { XpubRecord } from '../db/xpubs.ts';
+import { ApiError } from '../domain/errors.ts';
 import type { Context } from './context.ts';
 
 // Elliptic-curve derivation is the slowest step of invoice creation, so each
@@ -26,9 +27,12 @@ export function deriveAddresses(ctx: Context, xpub: Pick<XpubRecord, 'id' | 'key
   return deriveReceiveAddresses(watchKeyOf(ctx, xpub), ctx.config.network, from, count);
 }
 
-/** Hands out the xpub's next index with its address. Call inside the transaction that uses it. */
+/** Hands out the xpub's next index with its address. Call inside the transaction that uses it (a refusal rolls it back). */
 export function allocateAddress(ctx: Context, xpub: XpubRecord): PooledAddress {
   const index = ctx.repos.xpubs.takeNextIndex(xpub.id);
+  if (index > LAST_RECEIVE_INDEX) {
+    throw new ApiError('gap_limit_exceeded', `xpub ${xpub.id} has handed out every receive address it has (indexes 0 to ${LAST_RECEIVE_INDEX}): add a new key with till xpub add`);
+  }
   return ctx.repos.addressPool.get(xpub.id, index) ?? deriveAddresses(ctx, xpub, index, 1)[0]!;
 }
 
@@ -49,7 +53,7 @@ export async function refillAddressPool(ctx: Context, xpubId: string, target = c
     if (!xpub || xpub.status !== 'active') return added;
     const highest = ctx.repos.addressPool.highestIndex(xpub.id);
     const from = Math.max(xpub.nextIndex, (highest ?? -1) + 1);
-    const missing = xpub.nextIndex + target - from;
+    const missing = Math.min(xpub.nextIndex + target, LAST_RECEIVE_INDEX + 1) - from;
     if (missing <= 0) return added;
     const rows = deriveAddresses(ctx, xpub, from, Math.min(missing, REFILL_CHUNK));
     await ctx.writes.run(() => {

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { BIP32Factory } from 'bip32';
 import * as bitcoin from 'bitcoinjs-lib';
 import * as ecc from 'tiny-secp256k1';
+import { LAST_RECEIVE_INDEX } from '../../../src/bitcoin/derive.ts';
 import { databasePath } from '../../../src/db/connection.ts';
 import { refillAddressPool } from '../../../src/services/address-pool.ts';
 import { testTpub } from '../../helpers/keys.ts';
@@ -56,4 +57,25 @@ test('a refill waits for another process\'s write lock without stopping the even
   lock.release();
   assert.equal(await refill, 4);
   assert.deepEqual(ctx.db.prepare('SELECT idx FROM address_pool WHERE xpub_id = ? ORDER BY idx').pluck().all(xpubId), [0, 1, 2, 3]);
+});
+
+test('a key\'s last receive address (index 2^31 - 1) is handed out; after it creation answers 409, the pool stops there', async (t) => {
+  const till = await startTestTill(t);
+  const store = setupStore(till, { label: 'last-index' });
+  const { ctx } = till.rt;
+  const xpub = ctx.repos.xpubs.findActive(store.storeId, 'test')!;
+  // Two billion invoices on one key, by hand.
+  ctx.db.prepare('UPDATE xpubs SET next_index = ? WHERE id = ?').run(LAST_RECEIVE_INDEX - 149, xpub.id);
+  assert.equal(await refillAddressPool(ctx, xpub.id, 200), 150, 'the pool fills up to the last index, no further');
+  assert.equal(ctx.repos.addressPool.highestIndex(xpub.id), LAST_RECEIVE_INDEX);
+  ctx.db.prepare('UPDATE xpubs SET next_index = ? WHERE id = ?').run(LAST_RECEIVE_INDEX, xpub.id);
+  const last = await postInvoice(till, store.key, { amount_sats: 1000 });
+  assert.equal(last.status, 201, last.text);
+  assert.equal(last.body.address, walletAddress(testTpub('last-index'), LAST_RECEIVE_INDEX));
+  const past = await postInvoice(till, store.key, { amount_sats: 1000 });
+  assert.equal(past.status, 409);
+  assert.equal(past.body.error.code, 'gap_limit_exceeded');
+  assert.match(past.body.error.message, /every receive address .* till xpub add/);
+  assert.equal(ctx.repos.xpubs.get(xpub.id)!.nextIndex, LAST_RECEIVE_INDEX + 1, 'the refused creation handed out no index');
+  assert.equal(await refillAddressPool(ctx, xpub.id, 200), 0);
 });
