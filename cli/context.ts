@@ -5,12 +5,17 @@ import { openDatabase } from '../src/db/connection.ts';
 import { createContext, type Context } from '../src/services/context.ts';
 import { refuseUpgradeUnderServer } from '../src/services/server-lease.ts';
 
+/** Where commander keeps a flag's value: --data-dir in dataDir, --zmq in zmq (not the setting's key, zmqEndpoint). */
+function optionName(flag: string): string {
+  return flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+}
+
 /** The config from defaults, file, environment and this invocation's flags. */
 export function configFrom(cmd: Command, extra: { demo?: boolean; ignoreFile?: boolean } = {}): Config {
   const opts = cmd.optsWithGlobals() as Record<string, unknown>;
   const flags: Partial<Record<keyof Config, unknown>> = {};
   for (const s of SETTINGS) {
-    const v = opts[s.key];
+    const v = opts[optionName(s.flag)];
     if (v !== undefined) flags[s.key] = v;
   }
   return loadConfig({ flags, demo: extra.demo, ignoreFile: extra.ignoreFile });

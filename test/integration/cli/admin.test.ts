@@ -222,6 +222,18 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     assert.equal(after.pragma('user_version', { simple: true }), MIGRATIONS.length);
   });
 
+  test('flags whose name is not their setting\'s (--zmq, --bitcoind) are read and checked like the others', async (t) => {
+    const dataDir = tempDir(t);
+    const shown = await tillJson(['--zmq', 'tcp://127.0.0.1:28332', '--bitcoind', 'false', 'config', 'show'], { dataDir });
+    assert.equal(shown['bitcoind.zmq'], 'tcp://127.0.0.1:28332');
+    assert.equal(shown['bitcoind.enabled'], false);
+    for (const [flag, value] of [['--zmq', 'nonsense'], ['--bitcoind', 'maybe']]) {
+      const r = await runTill([flag!, value!, 'config', 'show'], { dataDir });
+      assert.equal(r.code, 1, flag);
+      assert.match(r.stderr, new RegExp(flag!), flag);
+    }
+  });
+
   test('config show masks secrets; --help and --version answer', async (t) => {
     const dataDir = tempDir(t);
     const shown = await tillJson(['config', 'show'], { dataDir, env: { TILL_RPC_PASSWORD: 'hunter2hunter2' } });
