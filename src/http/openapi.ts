@@ -29,6 +29,8 @@ const AUTH: ErrorCode[] = ['api_key_invalid', 'api_key_revoked', 'api_key_wrong_
 const BODY: ErrorCode[] = ['validation_error', 'unsupported_media_type', 'payload_too_large'];
 /** A route without a body or query parameters refuses a query parameter. */
 const NO_QUERY: ErrorCode[] = ['validation_error'];
+/** A write refused below the disk floor, or after the database failed. */
+const WRITE_503: ErrorCode[] = ['disk_full', 'database_unavailable'];
 const idParam = (name: string, description: string) => ({ name, in: 'path', required: true, schema: { type: 'string' }, description });
 
 const invoiceProperties = {
@@ -211,7 +213,7 @@ export const OPENAPI_DOCUMENT = {
         summary: 'Cancel a pending invoice',
         security: bearer,
         parameters: [invoiceId],
-        responses: { '200': { description: 'cancelled', ...json(ref('Invoice')) }, ...errors(...AUTH, ...NO_QUERY, 'invoice_not_cancellable', 'disk_full', 'database_unavailable') },
+        responses: { '200': { description: 'cancelled', ...json(ref('Invoice')) }, ...errors(...AUTH, ...NO_QUERY, 'invoice_not_cancellable', ...WRITE_503) },
       },
     },
     '/v1/invoices/{id}/simulate': {
@@ -222,7 +224,7 @@ export const OPENAPI_DOCUMENT = {
         requestBody: { required: true, ...json({ type: 'object', required: ['event'], additionalProperties: false, properties: { event: { type: 'string', enum: SIMULATED_EVENTS } } }) },
         responses: {
           '200': { description: 'the invoice after the event', ...json(ref('Invoice')) },
-          ...errors(...AUTH, ...BODY, 'test_mode_only', 'invoice_already_paid', 'invoice_not_cancellable', 'invoice_expired', 'disk_full', 'database_unavailable'),
+          ...errors(...AUTH, ...BODY, 'test_mode_only', 'invoice_already_paid', 'invoice_not_cancellable', 'invoice_expired', ...WRITE_503),
         },
       },
     },
@@ -233,7 +235,7 @@ export const OPENAPI_DOCUMENT = {
         security: bearer,
         parameters: [storeId],
         requestBody: { required: true, ...json({ type: 'object', additionalProperties: false, required: ['url'], properties: endpointFields }) },
-        responses: { '201': { description: 'created', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...BODY) },
+        responses: { '201': { description: 'created', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...BODY, ...WRITE_503) },
       },
     },
     '/v1/stores/{id}/webhooks/{wid}': {
@@ -243,18 +245,18 @@ export const OPENAPI_DOCUMENT = {
         security: bearer,
         parameters: [storeId, endpointId],
         requestBody: { required: true, ...json({ type: 'object', additionalProperties: false, properties: { ...endpointFields, enabled: { type: 'boolean' } } }) },
-        responses: { '200': { description: 'updated', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...BODY, 'gone') },
+        responses: { '200': { description: 'updated', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...BODY, 'gone', ...WRITE_503) },
       },
-      delete: { summary: 'Delete an endpoint', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'deleted' }, ...errors(...AUTH, ...NO_QUERY, 'gone') } },
+      delete: { summary: 'Delete an endpoint', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'deleted' }, ...errors(...AUTH, ...NO_QUERY, 'gone', ...WRITE_503) } },
     },
     '/v1/stores/{id}/webhooks/{wid}/rotate-secret': {
-      post: { summary: 'New signing secret; the previous one stays valid 24 h', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'with the new secret', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...NO_QUERY, 'gone') } },
+      post: { summary: 'New signing secret; the previous one stays valid 24 h', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'with the new secret', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...NO_QUERY, 'gone', ...WRITE_503) } },
     },
     '/v1/stores/{id}/webhooks/{wid}/test': {
-      post: { summary: 'Send a synthetic webhook.test now; answered after the first attempt', security: bearer, parameters: [storeId, endpointId], responses: { '201': { description: 'the delivery', ...json(ref('WebhookDelivery')) }, ...errors(...AUTH, ...NO_QUERY, 'gone') } },
+      post: { summary: 'Send a synthetic webhook.test now; answered after the first attempt', security: bearer, parameters: [storeId, endpointId], responses: { '201': { description: 'the delivery', ...json(ref('WebhookDelivery')) }, ...errors(...AUTH, ...NO_QUERY, 'gone', ...WRITE_503) } },
     },
     '/v1/stores/{id}/callback-secret/rotate': {
-      post: { summary: "Rotate the secret that signs deliveries to invoices' callback_url", security: bearer, parameters: [storeId], responses: { '200': { description: 'with the new secret' }, ...errors(...AUTH, ...NO_QUERY) } },
+      post: { summary: "Rotate the secret that signs deliveries to invoices' callback_url", security: bearer, parameters: [storeId], responses: { '200': { description: 'with the new secret' }, ...errors(...AUTH, ...NO_QUERY, ...WRITE_503) } },
     },
     '/v1/stores/{id}/test-invoice': {
       post: { summary: 'Dashboard endpoint (session cookie, spec 5): Till has no dashboard, so this is always 401 auth_required; create test invoices at POST /v1/invoices with a test key', parameters: [idParam('id', 'store id (sto_…)')], responses: errors('auth_required') },

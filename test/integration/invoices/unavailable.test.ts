@@ -48,7 +48,7 @@ describe('503 responses (socket)', () => {
     assertInvoice(await postInvoice(till, live.key, { amount_sats: 1000 }, { 'idempotency-key': 'first' }));
   });
 
-  test('disk_full: under TILL_MIN_FREE_DISK_MB creation and changes are refused and nothing is written', async (t) => {
+  test('disk_full: under TILL_MIN_FREE_DISK_MB creation, changes and webhook settings are refused and nothing is written', async (t) => {
     const probe = await startTestTill(t);
     const { bavail, bsize } = statfsSync(probe.config.dataDir);
     const floorMb = Math.ceil((bavail * bsize) / 2 ** 20) + 1024;
@@ -61,6 +61,8 @@ describe('503 responses (socket)', () => {
     // Made before the floor applies: the invoice a change would be written to.
     till.rt.ctx.config.minFreeDiskMb = 0;
     const inv = assertInvoice(await postInvoice(till, s.key, { amount_sats: 1000 }));
+    const hooks = `/v1/stores/${s.storeId}/webhooks`;
+    const endpoint = (await call(till, 'POST', hooks, { key: s.key, body: { url: 'https://shop.example/hooks' } })).body;
     till.rt.ctx.config.minFreeDiskMb = floorMb;
 
     const refusals = await assertWritesNothing(till, () =>
@@ -69,6 +71,12 @@ describe('503 responses (socket)', () => {
         postInvoice(till, s.key, { amount: '5.00', currency: 'USD' }),
         call(till, 'POST', `/v1/invoices/${inv.id}/cancel`, { key: s.key }),
         call(till, 'POST', `/v1/invoices/${inv.id}/simulate`, { key: s.key, body: { event: 'paid' } }),
+        call(till, 'POST', hooks, { key: s.key, body: { url: 'https://shop.example/other' } }),
+        call(till, 'POST', `${hooks}/${endpoint.id}`, { key: s.key, body: { description: 'x' } }),
+        call(till, 'DELETE', `${hooks}/${endpoint.id}`, { key: s.key }),
+        call(till, 'POST', `${hooks}/${endpoint.id}/rotate-secret`, { key: s.key }),
+        call(till, 'POST', `${hooks}/${endpoint.id}/test`, { key: s.key }),
+        call(till, 'POST', `/v1/stores/${s.storeId}/callback-secret/rotate`, { key: s.key }),
       ]),
     );
     for (const res of refusals) assert.match(String(assertError(res, 503, 'disk_full').message), new RegExp(`${floorMb} MB`));
