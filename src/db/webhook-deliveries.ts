@@ -94,6 +94,10 @@ export function createWebhookDeliveriesRepo(db: Db) {
   const readdress = db.prepare<[string, string, string]>(
     `UPDATE webhook_deliveries SET url = ? WHERE store_id = ? AND status IN ('attempting', 'dead_letter', 'failed') AND endpoint_id = ?`,
   );
+  const setAside = db.prepare<{ endpointId: string; now: number; why: string }>(
+    `UPDATE webhook_deliveries SET status = 'dead_letter', next_attempt_at = NULL, completed_at = @now, last_error = @why
+     WHERE endpoint_id = @endpointId AND status = 'attempting'`,
+  );
   const attemptsOf = db.prepare<[string], AttemptRecord>(
     `SELECT delivery_id AS deliveryId, n, started_at AS startedAt, duration_ms AS durationMs, status_code AS statusCode,
        error, response_body AS responseBody FROM webhook_attempts WHERE delivery_id = ? ORDER BY n`,
@@ -137,6 +141,10 @@ export function createWebhookDeliveriesRepo(db: Db) {
           params: { id, ...next, lastAttemptAt: a.startedAt, lastStatusCode: a.statusCode, lastError: a.error, responseBody: a.responseBody },
         },
       ];
+    },
+    /** The endpoint was disabled or deleted: what waits for it becomes a dead letter now (an attempt under way records nothing). */
+    setAside(endpointId: string, now: number, why: string): number {
+      return setAside.run({ endpointId, now, why }).changes;
     },
     /** The endpoint moved to `url`: its deliveries not yet delivered (retries, dead letters, failures to replay) go there too. */
     readdress(endpoint: { id: string; storeId: string }, url: string): number {

@@ -104,6 +104,8 @@ export function updateEndpoint(ctx: Context, storeId: string, id: string, input:
     ctx.repos.webhookEndpoints.update(next);
     // "Fix the URL, then replay" (docs/WEBHOOKS.md): what is still to deliver follows the endpoint.
     if (next.url !== e.url) ctx.repos.webhookDeliveries.readdress(next, next.url);
+    // Set aside at once, to replay once it is enabled again (failed is a receiver's 4xx, spec 3.2).
+    if (e.enabled && !next.enabled) ctx.repos.webhookDeliveries.setAside(e.id, ctx.clock.now(), 'endpoint disabled');
     return next;
   });
 }
@@ -112,6 +114,7 @@ export function deleteEndpoint(ctx: Context, storeId: string, id: string): Endpo
   return inTransaction(ctx.db, () => {
     const e = { ...getEndpoint(ctx, storeId, id), deletedAt: ctx.clock.now() };
     ctx.repos.webhookEndpoints.update(e);
+    ctx.repos.webhookDeliveries.setAside(e.id, e.deletedAt, 'endpoint deleted');
     return e;
   });
 }

@@ -110,6 +110,26 @@ describe('webhook delivery', () => {
     }
   });
 
+  test('a retry waiting when its endpoint is disabled is a dead letter at once, saying why, and replayable once enabled; deleting does the same', async (t) => {
+    const f = await startWebhookFixture(t, { events: ['invoice.created'] });
+    f.receiver.respondWith(answer.status(500));
+    await createInvoice(f);
+    await f.till.rt.webhooks.runOnce();
+    const [waiting] = deliveriesOf(f.till);
+    assert.equal(waiting!.status, 'attempting');
+    const off = await call(f.till, 'POST', `/v1/stores/${f.store.storeId}/webhooks/${f.endpointId}`, { key: f.store.key, body: { enabled: false } });
+    assert.equal(off.status, 200);
+    const held = f.till.rt.ctx.repos.webhookDeliveries.get(waiting!.id)!;
+    assert.deepEqual([held.status, held.nextAttemptAt, held.lastError], ['dead_letter', null, 'endpoint disabled']);
+    assert.equal((await runTillBeside(f.till, ['webhooks', 'enable', '--store', f.store.storeId, f.endpointId])).code, 0);
+    const replay = await runTillBeside(f.till, ['deliveries', 'replay', held.id]);
+    assert.equal(replay.code, 0, replay.stderr);
+    assert.equal(deliveriesOf(f.till)[0]!.status, 'attempting');
+    assert.equal((await runTillBeside(f.till, ['webhooks', 'delete', '--store', f.store.storeId, f.endpointId])).code, 0);
+    const orphan = f.till.rt.ctx.repos.webhookDeliveries.get(held.id)!;
+    assert.deepEqual([orphan.status, orphan.lastError], ['dead_letter', 'endpoint deleted']);
+  });
+
   test('an endpoint disabled through the CLI gets nothing more once the secrets read for sending are older than their hold time', async (t) => {
     const f = await startWebhookFixture(t);
     await createInvoice(f);
