@@ -58,6 +58,10 @@ export interface Runtime {
   externalChanges: ExternalChanges;
   /** Period of the checkout streams' heartbeat (15 s). */
   streamHeartbeatMs: number;
+  /** Aborted by beginStop(): what serves buyers live (checkout streams) winds down. */
+  stopping: AbortSignal;
+  /** The first step of stopping, before the HTTP server's grace: live streams end (1001), pages reconnect to the next till. */
+  beginStop(): void;
   health(): HealthReport;
   /** Starts the db thread (WAL checkpoints, off-loop commits of webhook outcomes); start() does it too. */
   startDbThread(): void;
@@ -143,6 +147,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
   let dbThread: DbThread | null = null;
   let firstRefill: Promise<void> | null = null;
   let workStopped: Promise<void> | null = null;
+  const stopController = new AbortController();
 
   /** Stops everything that reads or writes in the background (once): on stopping, or after a failed fdatasync. */
   function stopWork(): Promise<void> {
@@ -211,6 +216,10 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
     chain,
     externalChanges,
     streamHeartbeatMs: opts.streamHeartbeatMs ?? 15_000,
+    stopping: stopController.signal,
+    beginStop() {
+      stopController.abort();
+    },
     health() {
       const rates = rateHealth();
       const chainHealth = chain?.health() ?? { status: 'disabled' as const };
@@ -258,6 +267,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
     async stop() {
       if (stopped) return;
       stopped = true;
+      stopController.abort();
       await stopWork();
       // Last: the loops above may still have had outcomes to commit.
       ctx.writes.useThread(null);

@@ -45,10 +45,14 @@ export function serveCommand(): Command {
             `Try: curl -s ${server.url}/v1/invoices -H "Authorization: Bearer ${demo.apiKey}" -H "Content-Type: application/json" -d '{"amount_sats": 10000}'\n`,
         );
       }
+      let stopping = false;
       const shutdown = async () => {
+        // Another signal during the grace changes nothing: the requests under way still get their answers.
+        if (stopping) return;
+        stopping = true;
         try {
           // Checkout streams end first (pages reconnect to the restarted till); requests under way get time to finish.
-          rt.ctx.feed.close('stopping');
+          rt.beginStop();
           await server.close({ graceMs: SHUTDOWN_GRACE_MS });
           await rt.stop();
         } catch (err) {
@@ -56,7 +60,7 @@ export function serveCommand(): Command {
         }
         process.exit(0);
       };
-      process.once('SIGINT', shutdown);
-      process.once('SIGTERM', shutdown);
+      process.on('SIGINT', shutdown);
+      process.on('SIGTERM', shutdown);
     });
 }

@@ -51,7 +51,7 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
     // allows, and the request answered with its body. A missing Host is refused by the app, in the envelope.
     node: { shouldUpgradeCallback: isWebSocketUpgrade, requireHostHeader: false },
   });
-  const responses = takeRequests(app, server.node);
+  const { responses, beginClosing } = takeRequests(app, server.node);
   // An Expect other than 100-continue: served as if absent (RFC 9110 10.1.1 lets a server ignore it), not a bare 417.
   server.node?.server?.on('checkExpectation', (req, res) => server.node!.server!.emit('request', req, res));
   // Responses begun, or owed to a request read in full: a parser error's answer may not go before them.
@@ -75,6 +75,7 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
     url: `http://${h}:${boundPort}`,
     port: boundPort,
     close: async ({ graceMs = 0 } = {}) => {
+      beginClosing();
       const closed = Promise.all([...upgraded].map((s) => new Promise((r) => s.once('close', r))));
       const cut = () => {
         for (const socket of upgraded) socket.destroy();
@@ -82,7 +83,7 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
       };
       if (graceMs <= 0) return void (await Promise.all([cut(), closed]));
       const timer = setTimeout(() => void cut(), graceMs);
-      // Node closes idle keep-alive connections at once and the others as their answers end.
+      // Node closes idle keep-alive connections at once; the others close as their answers end (beginClosing).
       await Promise.all([server.close(false), closed]);
       clearTimeout(timer);
     },
@@ -93,11 +94,15 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
  * Replaces srvx's request listener (the handler it gave http.createServer)
  * with one that keeps each connection's unfinished responses, for the parser
  * errors' answers, and puts the app's direct GETs ahead of srvx: a request
- * they cannot answer goes on to it as before.
+ * they cannot answer goes on to it as before. Once closing, every answer not
+ * yet begun says Connection: close, and a kept-alive connection is closed as
+ * soon as its answer is out: the server's close need not wait out its grace.
  */
-function takeRequests(app: H3, node: ReturnType<typeof serve>['node']): WeakMap<Socket, Set<ServerResponse>> {
+function takeRequests(app: H3, node: ReturnType<typeof serve>['node']): { responses: WeakMap<Socket, Set<ServerResponse>>; beginClosing(): void } {
   const responses = new WeakMap<Socket, Set<ServerResponse>>();
-  if (!node?.server) return responses;
+  const unfinished = new Set<ServerResponse>();
+  let closing = false;
+  if (!node?.server) return { responses, beginClosing: () => {} };
   const direct = directGetsOf(app);
   const { server, handler } = node;
   server.off('request', handler);
@@ -106,10 +111,23 @@ function takeRequests(app: H3, node: ReturnType<typeof serve>['node']): WeakMap<
     let open = responses.get(req.socket);
     if (!open) responses.set(req.socket, (open = new Set()));
     open.add(res);
-    res.once('close', () => open.delete(res));
+    unfinished.add(res);
+    if (closing) res.shouldKeepAlive = false;
+    res.once('close', () => {
+      open.delete(res);
+      unfinished.delete(res);
+      // Begun before the close: its connection, idle now, would wait for the grace.
+      if (closing && 'closeIdleConnections' in server) setImmediate(() => server.closeIdleConnections());
+    });
     if (!direct?.take(req, res, handler)) handler(req, res);
   });
-  return responses;
+  return {
+    responses,
+    beginClosing() {
+      closing = true;
+      for (const res of unfinished) if (!res.headersSent) res.shouldKeepAlive = false;
+    },
+  };
 }
 
 function isWebSocketUpgrade(req: IncomingMessage): boolean {

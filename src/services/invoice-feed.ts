@@ -2,9 +2,6 @@ import type { StoredInvoice } from '../db/invoices.ts';
 
 type Listener = (invoice: StoredInvoice) => void;
 
-/** Why the feed closed: a failed fdatasync, or Till stopping. */
-export type FeedClose = 'failed' | 'stopping';
-
 /**
  * In-process publish/subscribe of committed invoice changes. Writers publish
  * after their transaction commits; checkout streams and the chain watcher's
@@ -13,8 +10,8 @@ export type FeedClose = 'failed' | 'stopping';
 export class InvoiceFeed {
   readonly #byInvoice = new Map<string, Set<Listener>>();
   readonly #all = new Set<Listener>();
-  readonly #onClose = new Set<(why: FeedClose) => void>();
-  #closed: FeedClose | null = null;
+  readonly #onClose = new Set<() => void>();
+  #closed = false;
 
   subscribe(invoiceId: string, fn: Listener): () => void {
     let set = this.#byInvoice.get(invoiceId);
@@ -38,21 +35,18 @@ export class InvoiceFeed {
     if (set) for (const fn of [...set]) fn(invoice);
   }
 
-  /**
-   * Publishes nothing from now on: after a failed fdatasync no change may reach
-   * a buyer (docs/DECISIONS.md, `failed`), or Till is stopping (`stopping`).
-   */
-  close(why: FeedClose = 'failed'): void {
+  /** Publishes nothing from now on: after a failed fdatasync, no change may reach a buyer (docs/DECISIONS.md). */
+  close(): void {
     if (this.#closed) return;
-    this.#closed = why;
-    for (const fn of this.#onClose) fn(why);
+    this.#closed = true;
+    for (const fn of this.#onClose) fn();
     this.#onClose.clear();
   }
 
   /** Calls fn once the feed is closed (at once if it already is); returns the way to cancel that. */
-  whenClosed(fn: (why: FeedClose) => void): () => void {
+  whenClosed(fn: () => void): () => void {
     if (this.#closed) {
-      fn(this.#closed);
+      fn();
       return () => {};
     }
     this.#onClose.add(fn);

@@ -44,6 +44,8 @@ export interface InvoiceStreamsOptions {
   maxTotal: number;
   /** A change that could not be sent to a stream (its snapshot could not be read); the stream is ended. */
   onError(err: unknown): void;
+  /** Aborted when Till begins to stop: every stream ends (1001), and one opened after ends once it has its snapshot. */
+  stopping: AbortSignal;
 }
 
 /**
@@ -58,6 +60,7 @@ export class InvoiceStreams {
   readonly #external: ExternalChanges;
   readonly #heartbeatMs: number;
   readonly #onError: (err: unknown) => void;
+  readonly #stopping: AbortSignal;
   readonly limiter: StreamLimiter;
   /**
    * Open streams in TICK_SLOTS groups, one group visited per tick: each
@@ -83,9 +86,12 @@ export class InvoiceStreams {
     this.#external = external;
     this.#heartbeatMs = opts.heartbeatMs;
     this.#onError = opts.onError;
+    this.#stopping = opts.stopping;
     this.limiter = new StreamLimiter({ perClient: opts.maxPerClient, total: opts.maxTotal });
     // A closed feed tells no stream anything more: end them, so pages stop waiting on a silent stream.
-    ctx.feed.whenClosed((why) => this.#endAll(why === 'stopping' ? 'stopping' : 'unavailable'));
+    ctx.feed.whenClosed(() => this.#endAll('unavailable'));
+    // Pages reconnect to the restarted till.
+    opts.stopping.addEventListener('abort', () => this.#endAll('stopping'), { once: true });
   }
 
   #endAll(why: StreamEnd): void {
@@ -150,6 +156,7 @@ export class InvoiceStreams {
     if (sentSnapshot) stream.update(invoice, true);
     else stream.adopt(invoice);
     if (!stream.closed && isFinalForCheckout(invoice, this.#ctx.clock.now())) stream.close();
+    else if (!stream.closed && this.#stopping.aborted) stream.close(true, 'stopping');
     return {
       sentSnapshot,
       close: () => stream.close(false),

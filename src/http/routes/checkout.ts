@@ -50,6 +50,7 @@ export function registerCheckoutRoutes(app: H3, rt: Runtime, direct: DirectGets)
     maxPerClient: ctx.config.maxStreamsPerClient,
     maxTotal: ctx.config.maxStreamsTotal,
     onError: (err) => rt.logger.error({ err }, 'checkout stream update failed; the stream was ended'),
+    stopping: rt.stopping,
   });
 
   const snapshots = new SnapshotCache(ctx.feed, ctx.clock, SNAPSHOT_CACHE);

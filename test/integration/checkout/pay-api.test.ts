@@ -395,17 +395,30 @@ describe('WebSocket /pay/invoices/:id/stream', () => {
     assert.equal(till.rt.ctx.feed.subscriberCount(inv.id), 0);
   });
 
-  test('Till stopping closes the socket 1001 "server restarting" and ends the event streams', async (t) => {
+  test('Till stopping closes the socket 1001 "server restarting" and ends the event streams, those opened after too; answers stay current', async (t) => {
     const till = await startTestTill(t);
-    const inv = await createInvoice(till, setupStore(till));
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store);
     const sock = openSocket(t, wsUrl(till, `/pay/invoices/${inv.id}/stream`));
     await sock.next();
     const { reader } = await openEvents(till, t, inv.id);
     await reader.next();
-    till.rt.ctx.feed.close('stopping');
+    till.rt.beginStop();
     assert.deepEqual(await within(2000, 'close', sock.closed), { code: 1001, reason: 'server restarting' });
     await within(2000, 'the event stream to end', reader.ended);
     assert.equal(till.rt.ctx.feed.subscriberCount(inv.id), 0);
+    // An EventSource reconnecting during the grace gets the snapshot, then the end; a socket its open and the close.
+    const late = await openEvents(till, t, inv.id);
+    assert.equal((await late.reader.nextJson()).data.status, 'pending');
+    await within(2000, 'the late event stream to end', late.reader.ended);
+    const lateSock = openSocket(t, wsUrl(till, `/pay/invoices/${inv.id}/stream`));
+    assert.equal((await lateSock.next()).data.status, 'pending');
+    assert.deepEqual(await within(2000, 'close', lateSock.closed), { code: 1001, reason: 'server restarting' });
+    // A change made meanwhile is what the API answers (the caches still hear of it).
+    assert.equal((await call(till, 'GET', `/v1/invoices/${inv.id}`, { key: store.key })).body.status, 'pending');
+    assert.equal((await call(till, 'POST', `/v1/invoices/${inv.id}/cancel`, { key: store.key })).status, 200);
+    assert.equal((await call(till, 'GET', `/v1/invoices/${inv.id}`, { key: store.key })).body.status, 'cancelled');
+    assert.equal((await call(till, 'GET', `/pay/invoices/${inv.id}`)).body.status, 'cancelled');
   });
 
   test('a client that goes away unsubscribes', async (t) => {

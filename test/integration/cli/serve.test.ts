@@ -170,7 +170,7 @@ test('a serve whose lease was taken over while it was paused stops, naming the o
   assert.equal(JSON.parse(db.prepare("SELECT value FROM meta WHERE key = 'server_lease'").pluck().get() as string).pid, second.pid);
 });
 
-test('SIGTERM: a request under way still gets its answer, checkout streams end, then Till exits 0', async (t) => {
+test('SIGTERM: a request under way still gets its answer (a second signal meanwhile too), checkout streams end, then Till exits 0', async (t) => {
   const till = await startServe(tempDir(t));
   t.after(() => till.crash());
   const headers = { authorization: `Bearer ${till.key}`, 'content-type': 'application/json' };
@@ -189,7 +189,9 @@ test('SIGTERM: a request under way still gets its answer, checkout streams end, 
   socket.write(`POST /v1/invoices HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${headers.authorization}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
   await new Promise((r) => setTimeout(r, 200));
   till.signal('SIGTERM');
-  await new Promise((r) => setTimeout(r, 300));
+  await new Promise((r) => setTimeout(r, 200));
+  till.signal('SIGINT');
+  await new Promise((r) => setTimeout(r, 200));
   socket.write(body.slice(5));
   await ended;
   assert.match(answer, /^HTTP\/1\.1 201 /, answer.slice(0, 200));
