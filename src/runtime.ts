@@ -172,7 +172,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
   function leaseLost(err: unknown): void {
     if (!(err instanceof LeaseLostError)) throw err;
     logger.fatal(err.message);
-    void stopWork();
+    stopWork().catch((error) => logger.error({ err: error }, 'stopping the background workers failed'));
     opts.onFatal?.(err.message);
   }
 

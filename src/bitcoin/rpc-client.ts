@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { Agent } from 'undici';
 
 // Bitcoin Core JSON-RPC over HTTP. Every answer is checked before use: a
 // malformed one is an RpcProtocolError (logged by the watcher, never a crash).
@@ -51,6 +52,7 @@ export class RpcClient {
   readonly #timeoutMs: number;
   #id = 0;
   #inFlight = new AbortController();
+  #agent: Agent | null = null;
 
   constructor(opts: RpcClientOptions) {
     this.#url = opts.url;
@@ -71,6 +73,18 @@ export class RpcClient {
     this.#inFlight = new AbortController();
   }
 
+  /**
+   * undici's own fetch, with no limit of its own on the wait for an answer:
+   * Node's fetch gives up on headers after 300 s, and a scan takes longer
+   * (the call's AbortSignal is the deadline). Loaded with the first call: a
+   * till without a node never needs it.
+   */
+  async #fetch(url: string, init: { method: string; headers: Record<string, string>; body: string; signal: AbortSignal }) {
+    const undici = await import('undici');
+    this.#agent ??= new undici.Agent({ headersTimeout: 0, bodyTimeout: 0 });
+    return undici.fetch(url, { ...init, dispatcher: this.#agent });
+  }
+
   /** Several calls in one HTTP request; each answer is a result or an RpcError. */
   async batch(calls: Array<{ method: string; params: unknown[] }>): Promise<Array<unknown | RpcError>> {
     if (calls.length === 0) return [];
@@ -86,9 +100,9 @@ export class RpcClient {
     }
     const ids = calls.map(() => ++this.#id);
     const payload = calls.map((c, i) => ({ jsonrpc: '1.0', id: ids[i], method: c.method, params: c.params }));
-    let res: Response;
+    let res: { status: number; text(): Promise<string> };
     try {
-      res = await fetch(this.#url, {
+      res = await this.#fetch(this.#url, {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
