@@ -28,7 +28,7 @@ export function createApp(rt: Runtime): H3 {
   registerWebhookRoutes(app, rt);
   registerDashboardRoutes(app);
   registerCheckoutRoutes(app, rt, direct);
-  registerXpubHelpRoute(app);
+  registerXpubHelpRoute(app, rt.ctx.config.network);
   app.all('/**', (event) => {
     throw new ApiError('not_found', `no route for ${event.req.method} ${event.url.pathname}`);
   });

@@ -109,7 +109,8 @@ for (const transport of TRANSPORTS) {
         const page = await call(till(), 'GET', new URL(link).pathname);
         assert.equal(page.status, 200);
         assert.match(page.headers.get('content-type') ?? '', /^text\/plain/);
-        assert.ok(page.text.includes(`till xpub add --store ${s.storeId} --env ${mode}`), page.text);
+        assert.ok(page.text.includes(`till xpub add --store ${s.storeId} --env ${mode} <tpub>`), page.text);
+        assert.match(page.text, /live invoices \(tpub, upub, vpub: this Till runs on regtest/, 'the live key forms of this network');
         // Resolved as the message says.
         addXpub(till().rt.ctx, { storeId: s.storeId, env: mode, key: testTpub(`added-${s.storeId}`) });
         assertInvoice(await postInvoice(till(), s.key, { amount_sats: 1000 }));
