@@ -37,8 +37,6 @@ const owner = `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2
  */
 function holderGone(held: Lease): boolean {
   if (held.host !== hostname()) return false;
-  // Our own pid under another owner: an earlier process of a container restarted as the same pid.
-  if (held.pid === process.pid) return true;
   try {
     process.kill(held.pid, 0);
     return false;
