@@ -128,9 +128,10 @@ function applyPayments(ctx: Context, inv: StoredInvoice, payments: Payment[], no
     if (!known.has(`${p.txid}:${p.vout}`)) ctx.repos.xpubs.recordFunding(inv.xpubId, inv.addressIndex, now);
   }
   const saved = saveTransition(ctx, inv, invoice, events);
-  // A payment that stopped counting no longer funds its index: a wallet scanning the chain never sees it.
-  const counted = new Set(inv.payments.filter(isCounting).map((p) => `${p.txid}:${p.vout}`));
-  if (payments.some((p) => !isCounting(p) && counted.has(`${p.txid}:${p.vout}`))) ctx.repos.xpubs.recountFunding(inv.xpubId);
+  // A payment that stopped counting no longer funds its index (a wallet scanning the chain never sees it); one
+  // that counts again (back in the mempool, or mined after all) funds it again.
+  const before = new Map(inv.payments.map((p) => [`${p.txid}:${p.vout}`, isCounting(p)]));
+  if (payments.some((p) => before.has(`${p.txid}:${p.vout}`) && before.get(`${p.txid}:${p.vout}`) !== isCounting(p))) ctx.repos.xpubs.recountFunding(inv.xpubId);
   return saved;
 }
 
