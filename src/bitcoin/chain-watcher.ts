@@ -60,6 +60,8 @@ export class ChainWatcher {
   #watch: WatchSet | null = null;
   #feed: ZmqFeed | null = null;
   #zmqAvailable = true;
+  /** Whether ZMQ brings new transactions (rawtx); without, each sync polls the mempool for them. */
+  #zmqTxs = true;
   /** The mempool's txids at the last look, while it is polled (no ZMQ): each poll fetches only the new ones. */
   #mempoolSeen: Set<string> | null = null;
   #health: ChainHealth = { status: 'connecting', error: null, tip_height: null, initial_block_download: false, zmq: 'disconnected', pruned: false, pruned_fallback: null, watched_addresses: 0, last_sync_at: null, syncs: 0 };
@@ -178,7 +180,7 @@ export class ChainWatcher {
       // blocks mined while Till was away must not be judged without it (a late one in them would expire it).
       if (full) await this.#scanMempool();
       // Without ZMQ nothing tells of a new transaction: each sync looks for them.
-      else if (!this.#zmqAvailable) await this.#scanMempool(true);
+      else if (!this.#zmqTxs) await this.#scanMempool(true);
       // Cut short (the chain moved under it): the queued re-sync finishes the work; until then Till has not caught up.
       if (!(await this.#catchUpBlocks(info.blocks))) {
         this.#ctx.chain.caughtUp = false;
@@ -223,10 +225,13 @@ export class ChainWatcher {
       if (endpoints.length === 0) {
         if (this.#zmqAvailable) this.#log.warn('bitcoind publishes no ZMQ notifications (-zmqpubsequence, -zmqpubrawtx, -zmqpubhashblock): polling its blocks and mempool every 30 s instead');
         this.#zmqAvailable = false;
+        this.#zmqTxs = false;
         return;
       }
       if (!this.#zmqAvailable) this.#log.info('bitcoind publishes ZMQ notifications now: following them');
       this.#zmqAvailable = true;
+      this.#zmqTxs = Boolean(found.rawtx);
+      if (!this.#zmqTxs) this.#log.warn('bitcoind publishes no rawtx over ZMQ (-zmqpubrawtx): its mempool is polled every 30 s for new payments instead');
     }
     this.#feed = new ZmqFeed({
       endpoints,
@@ -412,7 +417,7 @@ export class ChainWatcher {
       }
     }
     // Kept only while polling: with ZMQ every new transaction arrives by itself.
-    this.#mempoolSeen = this.#zmqAvailable || !this.#running ? null : new Set(times.keys());
+    this.#mempoolSeen = this.#zmqTxs || !this.#running ? null : new Set(times.keys());
   }
 
   /** After the blocks of every re-sync: are the unconfirmed payments Till tracks still in the mempool? */

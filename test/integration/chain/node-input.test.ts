@@ -154,6 +154,22 @@ describe('chain: a node without ZMQ notifications', () => {
     await waitFor(() => (till.rt.health().chain as any).zmq === 'connected', 'ZMQ followed without a restart of Till');
     await node.waitForSubscriber(['sequence', 'rawtx', 'hashblock'], 5000);
   });
+
+  test('with ZMQ for blocks only (no rawtx), the mempool is still polled: an unconfirmed payment is found', async (t) => {
+    const { startFakeBitcoind } = await import('../../fakes/bitcoind/index.ts');
+    const clock = new ManualClock(Date.now());
+    const node = await startFakeBitcoind({ clock, zmqTopics: ['hashblock'] });
+    t.after(() => node.stop());
+    const env = { TILL_BITCOIND: 'true', TILL_RPC_URL: node.rpcUrl, TILL_RPC_COOKIE_FILE: node.cookieFile };
+    const till = await startTestTill(t, { clock, env, chainResyncMs: 100 });
+    const store = setupStore(till, { mode: 'live' });
+    till.rt.chain!.start();
+    await till.rt.chain!.idle();
+    const inv = (await call(till, 'POST', '/v1/invoices', { key: store.key, body: { amount_sats: 50_000 } })).body;
+    await node.pay(inv.address, 50_000);
+    await waitFor(async () => (await call(till, 'GET', `/v1/invoices/${inv.id}`, { key: store.key })).body.amount_received_sats === 50_000, 'the payment found by the poll');
+    assert.equal((till.rt.health().chain as any).zmq, 'connected');
+  });
 });
 
 describe('chain: a data dir from before the chain watcher (schema 2)', () => {
