@@ -31,7 +31,7 @@ export function withContext<T>(cmd: Command, fn: (ctx: Context) => T, opts: { cr
     synchronous: config.synchronous,
     busyTimeoutMs: config.busyTimeoutMs,
     mustExist: !opts.create,
-    beforeUpgrade: (d) => refuseUpgradeUnderServer(d, config.dataDir, systemClock.now()),
+    beforeUpgrade: refuseUpgradeUnderServer(config.dataDir, () => systemClock.now()),
   });
   try {
     return fn(createContext(db, systemClock, config));

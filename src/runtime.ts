@@ -100,7 +100,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
     synchronous: config.synchronous,
     busyTimeoutMs: config.busyTimeoutMs,
     cacheMiB: SERVER_PAGE_CACHE_MIB,
-    beforeUpgrade: (d) => refuseUpgradeUnderServer(d, config.dataDir, clock.now()),
+    beforeUpgrade: refuseUpgradeUnderServer(config.dataDir, () => clock.now()),
   });
   const ctx = createContext(db, clock, config);
   // The group commits' fsync off the event loop (docs/DECISIONS.md); with

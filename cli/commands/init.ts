@@ -10,6 +10,7 @@ import { DEFAULTS, NETWORKS, SETTINGS, type Config } from '../../src/config.ts';
 import { openDatabase } from '../../src/db/connection.ts';
 import { mintApiKey } from '../../src/services/api-keys.ts';
 import { createContext } from '../../src/services/context.ts';
+import { refuseUpgradeUnderServer } from '../../src/services/server-lease.ts';
 import { createStore } from '../../src/services/stores.ts';
 import { addXpub, retireXpub } from '../../src/services/xpubs.ts';
 import { configFrom } from '../context.ts';
@@ -91,7 +92,7 @@ async function ask(config: Config): Promise<Config> {
 
 async function firstStore(config: Config): Promise<void> {
   if (!answer(await p.confirm({ message: 'Create your first store now?', initialValue: true }))) return;
-  const db = openDatabase(config.dataDir, { synchronous: config.synchronous });
+  const db = openDatabase(config.dataDir, { synchronous: config.synchronous, beforeUpgrade: refuseUpgradeUnderServer(config.dataDir, () => systemClock.now()) });
   try {
     const ctx = createContext(db, systemClock, config);
     const name = answer(await p.text({ message: 'Store name (shown to buyers)', validate: (v) => (v?.trim() ? undefined : 'a name') }));

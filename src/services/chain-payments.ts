@@ -1,7 +1,6 @@
 import type { Block, Transaction } from 'bitcoinjs-lib';
 import type { UnspentOutput } from '../bitcoin/bitcoind.ts';
 import { WatchSet } from '../bitcoin/watch-set.ts';
-import { inTransaction } from '../db/connection.ts';
 import type { StoredInvoice } from '../db/invoices.ts';
 import type { Payment } from '../domain/invoice.ts';
 import { isCounting } from '../domain/invoice-amounts.ts';
@@ -45,7 +44,7 @@ const BLOCKS_KEPT = 1000;
  */
 export function settleWatchEnds(ctx: Context): void {
   if (ctx.repos.meta.get(WATCH_ENDS_SETTLED)) return;
-  inTransaction(ctx.db, () => {
+  writeChainChange(ctx, () => {
     for (const inv of ctx.repos.invoices.listFinishedWatchedWhileNeeded()) {
       const until = watchUntil(inv);
       if (until !== null) ctx.repos.invoices.touch(inv.id, until);

@@ -51,18 +51,20 @@ function otherServer(held: Lease | null, now: number): Lease | null {
 }
 
 /**
- * For openDatabase's beforeUpgrade: a newer Till (a CLI command run after
- * updating, before the service restarted) must not change the schema under
- * the older server still running on it.
+ * openDatabase's beforeUpgrade for `dataDir`: a newer Till (a CLI command run
+ * after updating, before the service restarted) must not change the schema
+ * under the older server still running on it.
  */
-export function refuseUpgradeUnderServer(db: Db, dataDir: string, now: number): void {
-  const row = db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?').get(KEY);
-  const held = otherServer(row ? (JSON.parse(row.value) as Lease) : null, now);
-  if (held) {
-    throw new LeaseHeldError(
-      `the database in ${dataDir} needs upgrading for this version of Till, but a till serve (pid ${held.pid} on ${held.host}) is running on it, likely the version before: stop or restart that server first (it upgrades the database as it starts)`,
-    );
-  }
+export function refuseUpgradeUnderServer(dataDir: string, now: () => number): (db: Db) => void {
+  return (db) => {
+    const row = db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?').get(KEY);
+    const held = otherServer(row ? (JSON.parse(row.value) as Lease) : null, now());
+    if (held) {
+      throw new LeaseHeldError(
+        `the database in ${dataDir} needs upgrading for this version of Till, but a till serve (pid ${held.pid} on ${held.host}) is running on it, likely the version before: stop or restart that server first (it upgrades the database as it starts)`,
+      );
+    }
+  };
 }
 
 /** Takes the lease or throws LeaseHeldError naming the holder; renew() keeps it, or throws LeaseLostError. */
