@@ -5,6 +5,12 @@ import { addXpub, GAP_LIMIT, listXpubs, retireXpub } from '../../src/services/xp
 import { withContext } from '../context.ts';
 import { emit, parseIntegerOption, table } from '../output.ts';
 
+/** How close a key is to its wallet's gap limit; the rule holds back live invoices only. */
+function gapText(x: ReturnType<typeof xpubView>): string {
+  if (x.env === 'test') return `gap limit ${x.gap_limit} (test: not enforced)`;
+  return x.gap_headroom > 0 ? `gap ${x.gap_headroom} of ${x.gap_limit} left` : `at gap limit ${x.gap_limit}`;
+}
+
 export function xpubCommand(): Command {
   const cmd = new Command('xpub').description('import and manage watch-only keys (Till never holds a private key)');
 
@@ -27,7 +33,7 @@ export function xpubCommand(): Command {
 
   cmd.command('list').description('list keys').option('--store <id>', 'only this store').action(function (this: Command) {
     const xs = withContext(this, (ctx) => listXpubs(ctx, this.opts().store)).map(xpubView);
-    emit(this.optsWithGlobals(), xs, () => table(xs.map((x) => [x.id, x.store_id, x.env, x.status, x.script_type, `next ${x.next_index}`, `gap ${x.gap_headroom} of ${x.gap_limit} left`, `${x.key.slice(0, 24)}…`])));
+    emit(this.optsWithGlobals(), xs, () => table(xs.map((x) => [x.id, x.store_id, x.env, x.status, x.script_type, `next ${x.next_index}`, gapText(x), `${x.key.slice(0, 24)}…`])));
   });
 
   cmd.command('retire').description('stop using a key for new invoices').argument('<id>', 'xpub id (xpb_…)').action(function (this: Command, id: string) {
