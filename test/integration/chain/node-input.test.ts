@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
-import { describe, test } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
 import { Publisher } from 'zeromq';
 import { Bitcoind, SCAN_TIMEOUT_MS } from '../../../src/bitcoin/bitcoind.ts';
@@ -9,10 +9,26 @@ import { ZmqFeed } from '../../../src/bitcoin/zmq-feed.ts';
 import { listenOnLoopback } from '../../helpers/listen.ts';
 import { tempDir } from '../../helpers/temp.ts';
 import { ManualClock } from '../../../src/clock.ts';
+import type { ZmqTopic } from '../../fakes/bitcoind/zmq-publisher.ts';
 import { databasePath } from '../../../src/db/connection.ts';
 import { MIGRATIONS } from '../../../src/db/migrations/index.ts';
 import { call, setupStore, startTestTill } from '../../helpers/till-server.ts';
 import { nodeEnv, waitFor } from './helpers.ts';
+
+/** A JSON-RPC server on loopback that answers every call with `result`, `delayMs` late. */
+async function startRpcServer(t: TestContext, result: unknown, delayMs = 0): Promise<string> {
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => (body += d));
+    req.on('end', () => {
+      const calls = JSON.parse(body) as Array<{ id: number }>;
+      setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(calls.map((c) => ({ id: c.id, result, error: null })))), delayMs);
+    });
+  });
+  const url = await listenOnLoopback(server);
+  t.after(() => server.close());
+  return url;
+}
 
 describe('chain: bad input from the node', () => {
   test('malformed ZMQ messages are reported and ignored; the feed keeps going', async (t) => {
@@ -51,17 +67,7 @@ describe('chain: bad input from the node', () => {
 
   test('a UTXO-set scan is waited for past the timeout of other calls (minutes on mainnet)', async (t) => {
     // Every answer comes 300 ms late; calls time out after 100 ms, but scantxoutset gets SCAN_TIMEOUT_MS.
-    const server = createServer((req, res) => {
-      let body = '';
-      req.on('data', (d) => (body += d));
-      req.on('end', () => {
-        const calls = JSON.parse(body) as Array<{ id: number }>;
-        const result = { success: true, txouts: 1, height: 1, bestblock: '00'.repeat(32), unspents: [], total_amount: 0 };
-        setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(calls.map((c) => ({ id: c.id, result, error: null })))), 300);
-      });
-    });
-    const url = await listenOnLoopback(server);
-    t.after(() => server.close());
+    const url = await startRpcServer(t, { success: true, txouts: 1, height: 1, bestblock: '00'.repeat(32), unspents: [], total_amount: 0 }, 300);
     const rpc = new RpcClient({ url, credentials: () => ({ user: 'u', password: 'p' }), timeoutMs: 100 });
     assert.ok(SCAN_TIMEOUT_MS >= 15 * 60_000);
     await assert.rejects(rpc.call('getblockcount'), RpcUnavailableError);
@@ -86,16 +92,7 @@ describe('chain: bad input from the node', () => {
 
   test('a garbled RPC answer is logged, not a crash; health says what is wrong', async (t) => {
     // Answers every call in the right envelope, but with a getblockchaininfo that makes no sense.
-    const server = createServer((req, res) => {
-      let body = '';
-      req.on('data', (d) => (body += d));
-      req.on('end', () => {
-        const calls = JSON.parse(body) as Array<{ id: number }>;
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(calls.map((c) => ({ id: c.id, result: { chain: 'regtest', blocks: 'many' }, error: null }))));
-      });
-    });
-    const rpcUrl = await listenOnLoopback(server);
-    t.after(() => server.close());
+    const rpcUrl = await startRpcServer(t, { chain: 'regtest', blocks: 'many' });
     const till = await startTestTill(t, { env: { TILL_BITCOIND: 'true', TILL_RPC_URL: rpcUrl, TILL_RPC_USER: 'u', TILL_RPC_PASSWORD: 'p', TILL_ZMQ: 'tcp://127.0.0.1:1' } });
     till.rt.chain!.start();
     await till.rt.chain!.idle();
@@ -132,33 +129,15 @@ describe('chain: bad input from the node', () => {
 });
 
 describe('chain: a node without ZMQ notifications', () => {
-  test('is polled (a payment is found on the timer), and followed by ZMQ once restarted with it', async (t) => {
+  /**
+   * A fake node publishing only `zmqTopics`, watched by a till that asks it for
+   * its endpoints (no TILL_ZMQ) and syncs every 100 ms; an unconfirmed payment
+   * to a new invoice must be found by the poll.
+   */
+  async function payUnconfirmed(t: TestContext, zmqTopics: ZmqTopic[]) {
     const { startFakeBitcoind } = await import('../../fakes/bitcoind/index.ts');
     const clock = new ManualClock(Date.now());
-    const node = await startFakeBitcoind({ clock, zmqTopics: [] });
-    t.after(() => node.stop());
-    // No TILL_ZMQ: the endpoints are asked of the node.
-    const env = { TILL_BITCOIND: 'true', TILL_RPC_URL: node.rpcUrl, TILL_RPC_COOKIE_FILE: node.cookieFile };
-    const till = await startTestTill(t, { clock, env, chainResyncMs: 100 });
-    const store = setupStore(till, { mode: 'live' });
-    till.rt.chain!.start();
-    await till.rt.chain!.idle();
-    assert.equal((till.rt.health().chain as any).zmq, 'unavailable');
-    const inv = (await call(till, 'POST', '/v1/invoices', { key: store.key, body: { amount_sats: 50_000 } })).body;
-    await node.pay(inv.address, 50_000);
-    await waitFor(async () => (await call(till, 'GET', `/v1/invoices/${inv.id}`, { key: store.key })).body.amount_received_sats === 50_000, 'the payment found by polling');
-
-    // bitcoind restarted with -zmqpubsequence, -zmqpubrawtx, -zmqpubhashblock.
-    await node.stopZmq();
-    await node.startZmq({ resetCounters: true, topics: ['sequence', 'rawtx', 'hashblock'] });
-    await waitFor(() => (till.rt.health().chain as any).zmq === 'connected', 'ZMQ followed without a restart of Till');
-    await node.waitForSubscriber(['sequence', 'rawtx', 'hashblock'], 5000);
-  });
-
-  test('with ZMQ for blocks only (no rawtx), the mempool is still polled: an unconfirmed payment is found', async (t) => {
-    const { startFakeBitcoind } = await import('../../fakes/bitcoind/index.ts');
-    const clock = new ManualClock(Date.now());
-    const node = await startFakeBitcoind({ clock, zmqTopics: ['hashblock'] });
+    const node = await startFakeBitcoind({ clock, zmqTopics });
     t.after(() => node.stop());
     const env = { TILL_BITCOIND: 'true', TILL_RPC_URL: node.rpcUrl, TILL_RPC_COOKIE_FILE: node.cookieFile };
     const till = await startTestTill(t, { clock, env, chainResyncMs: 100 });
@@ -168,6 +147,21 @@ describe('chain: a node without ZMQ notifications', () => {
     const inv = (await call(till, 'POST', '/v1/invoices', { key: store.key, body: { amount_sats: 50_000 } })).body;
     await node.pay(inv.address, 50_000);
     await waitFor(async () => (await call(till, 'GET', `/v1/invoices/${inv.id}`, { key: store.key })).body.amount_received_sats === 50_000, 'the payment found by the poll');
+    return { node, till };
+  }
+
+  test('is polled (a payment is found on the timer), and followed by ZMQ once restarted with it', async (t) => {
+    const { node, till } = await payUnconfirmed(t, []);
+    assert.equal((till.rt.health().chain as any).zmq, 'unavailable');
+    // bitcoind restarted with -zmqpubsequence, -zmqpubrawtx, -zmqpubhashblock.
+    await node.stopZmq();
+    await node.startZmq({ resetCounters: true, topics: ['sequence', 'rawtx', 'hashblock'] });
+    await waitFor(() => (till.rt.health().chain as any).zmq === 'connected', 'ZMQ followed without a restart of Till');
+    await node.waitForSubscriber(['sequence', 'rawtx', 'hashblock'], 5000);
+  });
+
+  test('with ZMQ for blocks only (no rawtx), the mempool is still polled: an unconfirmed payment is found', async (t) => {
+    const { till } = await payUnconfirmed(t, ['hashblock']);
     assert.equal((till.rt.health().chain as any).zmq, 'connected');
   });
 });
