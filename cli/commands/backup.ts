@@ -4,7 +4,9 @@ import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { SECRET_KEY_FILE } from '../../src/auth/secret-box.ts';
 import { systemClock } from '../../src/clock.ts';
+import { CONFIG_FILES } from '../../src/config.ts';
 import { assertDatabaseExists, databasePath } from '../../src/db/connection.ts';
+import { dropServerLease } from '../../src/services/server-lease.ts';
 import { configFrom } from '../context.ts';
 import { emit } from '../output.ts';
 
@@ -39,16 +41,26 @@ export function backupCommand(): Command {
       const db = new Database(databasePath(config.dataDir), { readonly: true, fileMustExist: true, timeout: config.busyTimeoutMs });
       const target = makeBackupFolder(this.opts().out, systemClock.now());
       const key = join(config.dataDir, SECRET_KEY_FILE);
+      const copied = ['till.db'];
       try {
         // One read transaction: a consistent copy while the server writes, which
         // SQLite's online backup is not sure to finish (it starts over after
         // every commit by another connection).
         db.prepare('VACUUM INTO ?').run(join(target, 'till.db'));
         chmodSync(join(target, 'till.db'), 0o600);
-        // Without secret.key the webhook secrets sealed in till.db cannot be read.
-        if (existsSync(key)) {
-          copyFileSync(key, join(target, SECRET_KEY_FILE));
-          chmodSync(join(target, SECRET_KEY_FILE), 0o600);
+        // A backup is no running server: restored (beside the original, or after it), its lease would refuse a start.
+        const copy = new Database(join(target, 'till.db'));
+        try {
+          dropServerLease(copy);
+        } finally {
+          copy.close();
+        }
+        // Without secret.key the webhook secrets sealed in till.db cannot be read; the settings name the node and network.
+        for (const name of [SECRET_KEY_FILE, ...CONFIG_FILES]) {
+          if (!existsSync(join(config.dataDir, name))) continue;
+          copyFileSync(join(config.dataDir, name), join(target, name));
+          chmodSync(join(target, name), 0o600);
+          copied.push(name);
         }
       } catch (err) {
         // Whole or not at all: a folder without its key would restore unreadable secrets.
@@ -57,9 +69,8 @@ export function backupCommand(): Command {
       } finally {
         db.close();
       }
-      const hasKey = existsSync(key);
-      if (!hasKey) process.stderr.write(`till: warning: ${key} is missing, so this backup has none: the webhook secrets in it cannot be read; rotate them after a restore (till webhooks rotate)\n`);
-      emit(this.optsWithGlobals(), { path: target, files: ['till.db', ...(hasKey ? [SECRET_KEY_FILE] : [])] }, () =>
-        `backup written to ${target}\nto restore: stop Till, delete till.db-wal and till.db-shm from the data directory, copy both files into it, start Till`);
+      if (!copied.includes(SECRET_KEY_FILE)) process.stderr.write(`till: warning: ${key} is missing, so this backup has none: the webhook secrets in it cannot be read; rotate them after a restore (till webhooks rotate)\n`);
+      emit(this.optsWithGlobals(), { path: target, files: copied }, () =>
+        `backup written to ${target} (${copied.join(', ')})\nto restore: stop Till, delete till.db-wal and till.db-shm from the data directory, copy these files into it, start Till`);
     });
 }

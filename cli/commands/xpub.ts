@@ -1,7 +1,7 @@
 import { Command, Option } from 'commander';
 import { xpubView } from '../../src/domain/credential-views.ts';
 import { STORE_MODES } from '../../src/domain/store.ts';
-import { addXpub, GAP_LIMIT, listXpubs, retireXpub } from '../../src/services/xpubs.ts';
+import { addXpub, GAP_LIMIT, listXpubs, retireXpub, skipIndexes } from '../../src/services/xpubs.ts';
 import { withContext } from '../context.ts';
 import { emit, parseIntegerOption, table } from '../output.ts';
 
@@ -35,6 +35,14 @@ export function xpubCommand(): Command {
     const xs = withContext(this, (ctx) => listXpubs(ctx, this.opts().store)).map(xpubView);
     emit(this.optsWithGlobals(), xs, () => table(xs.map((x) => [x.id, x.store_id, x.env, x.status, x.script_type, `next ${x.next_index}`, gapText(x), `${x.key.slice(0, 24)}…`])));
   });
+
+  cmd.command('skip').description('hand out no invoice the next <count> receive addresses (after restoring a backup older than the last invoice: their addresses may be paid)')
+    .argument('<id>', 'xpub id (xpb_…)')
+    .argument('<count>', 'how many indexes to skip', parseIntegerOption('<count>', 1, 1_000_000))
+    .action(function (this: Command, id: string, count: number) {
+      const x = xpubView(withContext(this, (ctx) => skipIndexes(ctx, id, count)));
+      emit(this.optsWithGlobals(), x, () => `${x.id}: next receive index ${x.next_index}`);
+    });
 
   cmd.command('retire').description('stop using a key for new invoices').argument('<id>', 'xpub id (xpb_…)').action(function (this: Command, id: string) {
     const x = xpubView(withContext(this, (ctx) => retireXpub(ctx, id)));

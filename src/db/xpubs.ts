@@ -63,6 +63,7 @@ export function createXpubsRepo(db: Db) {
   );
   const retire = db.prepare<[number, string]>("UPDATE xpubs SET status = 'retired', retired_at = ? WHERE id = ? AND status = 'active'");
   const reactivate = db.prepare<[number, string]>("UPDATE xpubs SET status = 'active', retired_at = NULL, gap_limit = ? WHERE id = ?");
+  const skip = db.prepare<[number, string]>('UPDATE xpubs SET next_index = next_index + ? WHERE id = ?');
   const takeIndex = db.prepare<[string], { next_index: number }>(
     'UPDATE xpubs SET next_index = next_index + 1 WHERE id = ? RETURNING next_index - 1 AS next_index',
   );
@@ -99,6 +100,10 @@ export function createXpubsRepo(db: Db) {
     },
     reactivate(id: string, gapLimit: number): void {
       reactivate.run(gapLimit, id);
+    },
+    /** Moves the next receive index `count` further on, handing nothing out. */
+    skipIndexes(id: string, count: number): void {
+      skip.run(count, id);
     },
     /** Hands out the next receive index; callers run it inside the transaction that uses it. */
     takeNextIndex(id: string): number {

@@ -50,6 +50,11 @@ function otherServer(held: Lease | null, now: number): Lease | null {
   return held && held.owner !== owner && now - held.renewedAt < LEASE_TTL_MS && !holderGone(held) ? held : null;
 }
 
+/** Removes the lease from a copy of the database (a backup): the copy is no running server. */
+export function dropServerLease(db: Db): void {
+  db.prepare('DELETE FROM meta WHERE key = ?').run(KEY);
+}
+
 /**
  * openDatabase's beforeUpgrade for `dataDir`: a newer Till (a CLI command run
  * after updating, before the service restarted) must not change the schema

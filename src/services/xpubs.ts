@@ -1,3 +1,4 @@
+import { LAST_RECEIVE_INDEX } from '../bitcoin/derive.ts';
 import { parseWatchKey } from '../bitcoin/extended-key.ts';
 import { inTransaction } from '../db/connection.ts';
 import type { XpubRecord } from '../db/xpubs.ts';
@@ -66,6 +67,24 @@ export function addXpub(ctx: Context, input: AddXpubInput): { xpub: XpubRecord; 
 export function listXpubs(ctx: Context, storeId?: string): XpubRecord[] {
   if (storeId !== undefined) getStore(ctx, storeId);
   return ctx.repos.xpubs.list(storeId);
+}
+
+/**
+ * Moves a key's next receive index `count` further on: after restoring a
+ * backup older than the last invoice, its later invoices' addresses (which
+ * may be paid) are not handed out again. Pooled addresses below it go.
+ */
+export function skipIndexes(ctx: Context, id: string, count: number): XpubRecord {
+  const SKIP_MAX = 1_000_000;
+  if (!Number.isSafeInteger(count) || count < 1 || count > SKIP_MAX) throw invalidField('count', `count must be an integer from 1 to ${SKIP_MAX}`);
+  return inTransaction(ctx.db, () => {
+    const x = ctx.repos.xpubs.get(id);
+    if (!x) throw new ApiError('not_found', `no xpub ${id.slice(0, 64)}`);
+    if (x.nextIndex + count > LAST_RECEIVE_INDEX + 1) throw invalidField('count', `xpub ${id} has only ${LAST_RECEIVE_INDEX + 1 - x.nextIndex} receive indexes left`);
+    ctx.repos.xpubs.skipIndexes(id, count);
+    ctx.repos.addressPool.deleteBelow(id, x.nextIndex + count);
+    return ctx.repos.xpubs.get(id)!;
+  });
 }
 
 export function retireXpub(ctx: Context, id: string): XpubRecord {

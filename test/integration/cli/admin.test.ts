@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -117,6 +117,10 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     assert.deepEqual(all.map((x: any) => `${x.env}:${x.status}`).sort(), ['live:active', 'live:retired', 'test:active']);
     assert.equal(all.find((x: any) => x.id === live.xpub.id).gap_headroom, 45, 'gap limit 50 less the margin of 5, nothing handed out');
     assert.match((await runTill(['xpub', 'list', '--store', store.id], { dataDir, env })).stdout, /gap 45 of 50 left/);
+    assert.equal((await tillJson(['xpub', 'skip', live.xpub.id, '10'], { dataDir, env })).next_index, 10);
+    const badSkip = await runTill(['xpub', 'skip', live.xpub.id, '0'], { dataDir, env });
+    assert.equal(badSkip.code, 1);
+    assert.match(badSkip.stderr, /<count> must be from 1/);
     const back = await tillJson(['xpub', 'add', '--store', store.id, '--env', 'live', testTpub('cli')], { dataDir, env });
     assert.equal(back.xpub.id, live.xpub.id, 'a retired key added again comes back');
     assert.equal(back.xpub.gap_limit, 50, 'with its own gap limit, not the default');
@@ -310,19 +314,28 @@ describe('till init', () => {
 });
 
 describe('till backup', () => {
-  test('a backup restored into a new data dir has the stores, keys and readable webhook secrets', async (t) => {
+  test('a backup restored into a new data dir has the stores, keys, readable webhook secrets and settings, and no server lease', async (t) => {
     const dataDir = tempDir(t);
     const out = tempDir(t);
     const store = await tillJson(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir });
     const ep = await tillJson(['webhooks', 'add', '--store', store.id, '--url', 'https://shop.example/hook'], { dataDir });
+    writeFileSync(join(dataDir, 'till.toml'), 'port = 9123\n', { mode: 0o600 });
+    // The running server's lease (a live process on this host): a copy restored beside it must still start.
+    const live = new Database(databasePath(dataDir));
+    live.prepare("INSERT INTO meta (key, value) VALUES ('server_lease', ?)").run(JSON.stringify({ owner: 'running', pid: process.pid, host: hostname(), renewedAt: Date.now() }));
+    live.close();
     const backup = await tillJson(['backup', '--out', out], { dataDir });
-    assert.deepEqual(backup.files, ['till.db', 'secret.key']);
+    assert.deepEqual(backup.files, ['till.db', 'secret.key', 'till.toml']);
     for (const f of backup.files) assert.equal(statSync(join(backup.path, f)).mode & 0o777, 0o600, `${f} is private`);
-    // Restore: the two files into an empty data dir.
+    // Restore: the files into an empty data dir.
     const restored = tempDir(t);
     for (const f of backup.files) copyFileSync(join(backup.path, f), join(restored, f));
     const stores = await tillJson(['store', 'list'], { dataDir: restored });
     assert.deepEqual(stores.map((s: any) => s.id), [store.id]);
+    assert.equal((await tillJson(['config', 'show'], { dataDir: restored })).port, 9123);
+    const copy = new Database(databasePath(restored), { readonly: true });
+    assert.equal(copy.prepare("SELECT COUNT(*) FROM meta WHERE key = 'server_lease'").pluck().get(), 0, 'a backup is no running server');
+    copy.close();
     const db = openDatabase(restored);
     t.after(() => db.close());
     const ctx = createContext(db, systemClock, loadConfig({ env: { TILL_DATA_DIR: restored } }));

@@ -6,6 +6,7 @@ import * as ecc from 'tiny-secp256k1';
 import { LAST_RECEIVE_INDEX } from '../../../src/bitcoin/derive.ts';
 import { databasePath } from '../../../src/db/connection.ts';
 import { refillAddressPool } from '../../../src/services/address-pool.ts';
+import { skipIndexes } from '../../../src/services/xpubs.ts';
 import { testTpub } from '../../helpers/keys.ts';
 import { setupStore, startTestTill } from '../../helpers/till-server.ts';
 import { postInvoice } from './invoice-api.ts';
@@ -78,4 +79,18 @@ test('a key\'s last receive address (index 2^31 - 1) is handed out; after it cre
   assert.match(past.body.error.message, /every receive address .* till xpub add/);
   assert.equal(ctx.repos.xpubs.get(xpub.id)!.nextIndex, LAST_RECEIVE_INDEX + 1, 'the refused creation handed out no index');
   assert.equal(await refillAddressPool(ctx, xpub.id, 200), 0);
+});
+
+test('skipping indexes (after restoring an old backup): the next invoice takes the address after them, pooled or not', async (t) => {
+  const till = await startTestTill(t);
+  const store = setupStore(till, { label: 'skip' });
+  const { ctx } = till.rt;
+  const xpub = ctx.repos.xpubs.findActive(store.storeId, 'test')!;
+  await refillAddressPool(ctx, xpub.id, 20);
+  assert.equal((await postInvoice(till, store.key, { amount_sats: 1000 })).body.address, walletAddress(testTpub('skip'), 0));
+  assert.equal(skipIndexes(ctx, xpub.id, 5).nextIndex, 6);
+  assert.equal(ctx.repos.addressPool.lowestIndex(xpub.id), 6, 'the skipped pool rows are gone');
+  assert.equal((await postInvoice(till, store.key, { amount_sats: 1000 })).body.address, walletAddress(testTpub('skip'), 6));
+  assert.throws(() => skipIndexes(ctx, xpub.id, 0), /count must be an integer from 1/);
+  assert.throws(() => skipIndexes(ctx, 'xpb_nope', 1), /no xpub xpb_nope/);
 });
