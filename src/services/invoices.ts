@@ -13,6 +13,7 @@ import type { Caller } from './api-keys.ts';
 import type { Context } from './context.ts';
 import { assertDiskWritable } from './disk.ts';
 import { recordEvents } from './events.ts';
+import { refusePrivateReceiver } from './webhooks.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
@@ -99,6 +100,7 @@ function keyedCreations(ctx: Context): Map<string, Promise<CreateResult>> {
 async function createNew(ctx: Context, input: CreateInvoiceInput): Promise<CreateResult> {
   // The body's 400s before the rate limit: a client is told of its own error even while limited.
   const req = input.parse();
+  if (req.callbackUrl) refusePrivateReceiver(ctx, 'callback_url', req.callbackUrl);
   const slot = input.admit?.();
   let result: CreateResult;
   try {

@@ -8,6 +8,7 @@ import type { Invoice } from '../domain/invoice.ts';
 import { invoiceView } from '../domain/invoice-view.ts';
 import { parseReceiverUrl } from '../domain/receiver-url.ts';
 import { newId } from '../ids.ts';
+import { plainlyPrivateHost } from '../webhooks/address-policy.ts';
 import { generateWebhookSecret, rotateWebhookSecret } from '../webhooks/secrets.ts';
 import type { Context } from './context.ts';
 import { getStore } from './stores.ts';
@@ -51,7 +52,7 @@ function liveStore(ctx: Context, storeId: string) {
 /** A new endpoint; its secret is returned in clear this once. */
 export function createEndpoint(ctx: Context, storeId: string, input: EndpointInput): { endpoint: EndpointRecord; secret: string } {
   rejectUnknown(input, ['url', 'description', 'enabled_events']);
-  const url = parseReceiverUrl('url', input.url);
+  const url = receiverUrl(ctx, input.url);
   const description = parseDescription(input.description);
   const enabledEvents = input.enabled_events === undefined ? ['*'] : parseEvents(input.enabled_events);
   const secret = generateWebhookSecret();
@@ -96,7 +97,7 @@ export function updateEndpoint(ctx: Context, storeId: string, id: string, input:
     const e = getEndpoint(ctx, storeId, id);
     const next: EndpointRecord = {
       ...e,
-      url: input.url === undefined ? e.url : parseReceiverUrl('url', input.url),
+      url: input.url === undefined ? e.url : receiverUrl(ctx, input.url),
       description: input.description === undefined ? e.description : parseDescription(input.description),
       enabledEvents: input.enabled_events === undefined ? e.enabledEvents : parseEvents(input.enabled_events),
       enabled: input.enabled === undefined ? e.enabled : (input.enabled as boolean),
@@ -108,6 +109,21 @@ export function updateEndpoint(ctx: Context, storeId: string, id: string, input:
     if (e.enabled && !next.enabled) ctx.repos.webhookDeliveries.setAside(e.id, ctx.clock.now(), 'endpoint disabled');
     return next;
   });
+}
+
+/** An endpoint's url, as given: well formed, and one Till may deliver to. */
+function receiverUrl(ctx: Context, value: unknown): string {
+  const url = parseReceiverUrl('url', value);
+  refusePrivateReceiver(ctx, 'url', url);
+  return url;
+}
+
+/** Refuses a receiver Till would never deliver to (a private address) unless the operator allows private ones. */
+export function refusePrivateReceiver(ctx: Context, field: string, url: string): void {
+  const host = ctx.config.allowPrivateCallbacks ? null : plainlyPrivateHost(url);
+  if (host) {
+    throw invalidField(field, `${field} points at ${host}, a private address, where Till does not deliver unless webhooks.allow_private is set (TILL_ALLOW_PRIVATE_CALLBACKS=true)`);
+  }
 }
 
 export function deleteEndpoint(ctx: Context, storeId: string, id: string): EndpointRecord {

@@ -21,3 +21,15 @@ export function isPrivateAddress(address: string): boolean {
   if (family === 0) return true;
   return PRIVATE.check(ip, family === 4 ? 'ipv4' : 'ipv6');
 }
+
+/**
+ * The URL's host when it is private on its face (an IP literal of a private
+ * range, or localhost), else null: such a receiver is refused when it is
+ * given, rather than at every attempt. A name resolving to a private address
+ * is still caught at connect time.
+ */
+export function plainlyPrivateHost(url: string): string | null {
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
+  if (host === 'localhost' || host.endsWith('.localhost')) return host;
+  return isIP(host) !== 0 && isPrivateAddress(host) ? host : null;
+}

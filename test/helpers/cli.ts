@@ -37,7 +37,12 @@ export async function tillJson<T = any>(args: string[], opts: { dataDir: string;
   return JSON.parse(r.stdout) as T;
 }
 
-/** runTill on a running test till's data dir, on its network (a data dir serves one network). */
-export function runTillBeside(till: { config: { dataDir: string; network: string } }, args: string[], opts: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<CliResult> {
-  return runTill(args, { ...opts, dataDir: till.config.dataDir, env: { TILL_NETWORK: till.config.network, ...opts.env } });
+/** runTill on a running test till's data dir, on its network (a data dir serves one network), allowing private receivers as it does. */
+export function runTillBeside(
+  till: { config: { dataDir: string; network: string; allowPrivateCallbacks: boolean } },
+  args: string[],
+  opts: { env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<CliResult> {
+  const env = { TILL_NETWORK: till.config.network, TILL_ALLOW_PRIVATE_CALLBACKS: String(till.config.allowPrivateCallbacks), ...opts.env };
+  return runTill(args, { ...opts, dataDir: till.config.dataDir, env });
 }

@@ -477,14 +477,29 @@ describe('webhook delivery', () => {
     assert.equal(rt2.ctx.repos.webhookDeliveries.list({ limit: 10 })[0]!.status, 'success');
   });
 
-  test('private addresses are refused unless the operator allows them', async (t) => {
-    const f = await startWebhookFixture(t, { events: ['invoice.created'], env: { TILL_ALLOW_PRIVATE_CALLBACKS: 'false' } });
+  test('private addresses are refused unless the operator allows them: given as a receiver, and at connect time', async (t) => {
+    const f = await startWebhookFixture(t, { events: ['invoice.created'] });
+    // The operator turns private receivers off: the endpoint made before is refused when Till connects.
+    f.till.rt.ctx.config.allowPrivateCallbacks = false;
     await createInvoice(f);
     await f.till.rt.webhooks.runOnce();
     assert.equal(f.receiver.requests.length, 0);
     const d = f.till.rt.ctx.repos.webhookDeliveries.get(deliveriesOf(f.till)[0]!.id)!;
     assert.equal(d.status, 'attempting');
     assert.match(d.lastError!, /private address/);
+    // One plainly private (an address literal, localhost) is refused when it is given.
+    const hooks = `/v1/stores/${f.store.storeId}/webhooks`;
+    for (const url of ['http://127.0.0.1:9/x', 'http://[::1]/x', 'https://localhost/x', 'http://10.1.2.3/x', 'http://shop.localhost/x']) {
+      for (const res of [
+        await call(f.till, 'POST', hooks, { key: f.store.key, body: { url } }),
+        await call(f.till, 'POST', `${hooks}/${f.endpointId}`, { key: f.store.key, body: { url } }),
+        await call(f.till, 'POST', '/v1/invoices', { key: f.store.key, body: { amount_sats: 1000, callback_url: url } }),
+      ]) {
+        assert.equal(res.status, 400, `${url}: ${res.text}`);
+        assert.match(res.body.error.message, /a private address, where Till does not deliver unless webhooks.allow_private is set/);
+      }
+    }
+    assert.equal((await call(f.till, 'POST', hooks, { key: f.store.key, body: { url: 'https://8.8.8.8/x' } })).status, 201, 'a public address literal is fine');
   });
 
   test('a slow endpoint does not hold up another one, nor its own later events', async (t) => {
