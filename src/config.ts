@@ -193,7 +193,8 @@ export const DEFAULTS: Omit<Config, 'dataDir'> & { dataDir: string } = {
 };
 
 /** What `npm start` (serve --demo) runs on: regtest, a fixed rate, no bitcoind, no internet needed. */
-export const DEMO_DEFAULTS: Partial<Config> = { network: 'regtest', rates: 'fixed:65000', watchChain: false };
+// Private receivers allowed: a developer tries webhooks with a receiver on localhost.
+export const DEMO_DEFAULTS: Partial<Config> = { network: 'regtest', rates: 'fixed:65000', watchChain: false, allowPrivateCallbacks: true };
 
 export const CONFIG_FILES = ['till.toml', 'till.json'];
 

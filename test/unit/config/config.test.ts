@@ -18,6 +18,8 @@ test('defaults listen on loopback with durable commits', (t) => {
 test('precedence: defaults < demo < till.toml < env < flags', (t) => {
   const dir = tempDir(t);
   assert.equal(loadConfig({ env: { TILL_DATA_DIR: dir }, demo: true }).network, 'regtest');
+  assert.equal(loadConfig({ env: { TILL_DATA_DIR: dir }, demo: true }).allowPrivateCallbacks, true, 'the demo takes a receiver on localhost');
+  assert.equal(loadConfig({ env: { TILL_DATA_DIR: dir } }).allowPrivateCallbacks, false);
   writeFileSync(join(dir, 'till.toml'), 'port = 9001\nnetwork = "signet"\nrates = "fixed:70000"\n[bitcoind]\nrpc_user = "alice"\n');
   const fromFile = loadConfig({ env: { TILL_DATA_DIR: dir }, demo: true });
   assert.equal(fromFile.port, 9001);
