@@ -14,7 +14,7 @@ export function deliveriesCommand(): Command {
     .action(function (this: Command) {
       const o = this.opts();
       const ds = withContext(this, (ctx) => listDeliveries(ctx, { status: o.status, storeId: o.store, limit: o.limit })).map((d) => deliveryView(d));
-      emit(this.optsWithGlobals(), ds, () => table(ds.map((d) => [d.id, d.status, `${d.attempts} tries`, String(d.last_status_code ?? d.last_error ?? '-'), d.url])));
+      emit(this.optsWithGlobals(), ds, () => table(ds.map((d) => [d.id, d.status, `${d.attempts} tries`, String(d.last_error ?? d.last_status_code ?? '-'), d.url])));
     });
 
   cmd.command('show').description('one delivery with every attempt, status code and response body').argument('<id>', 'delivery id (dlv_…)')
@@ -24,6 +24,8 @@ export function deliveriesCommand(): Command {
         [
           `${d.id}  ${d.status}  event ${d.event_id}  → ${d.url}`,
           d.next_attempt_at ? `next attempt at ${d.next_attempt_at}` : null,
+          // Set aside without an attempt (endpoint disabled or deleted): the attempts below do not say why.
+          d.last_error ? `last error: ${d.last_error}` : null,
           ...(d.attempt_log ?? []).map((a) => `  #${a.n} ${a.started_at}  ${a.status_code ?? a.error}  ${a.duration_ms} ms  ${(a.response_body ?? '').slice(0, 120).replace(/\s+/g, ' ')}`),
         ].filter(Boolean).join('\n'));
     });

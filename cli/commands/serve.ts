@@ -50,6 +50,7 @@ export function serveCommand(): Command {
         // Another signal during the grace changes nothing: the requests under way still get their answers.
         if (stopping) return;
         stopping = true;
+        rt.logger.info('stopping: streams end, requests under way get their answers');
         try {
           // Checkout streams end first (pages reconnect to the restarted till); requests under way get time to finish.
           rt.beginStop();

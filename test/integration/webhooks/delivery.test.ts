@@ -121,6 +121,9 @@ describe('webhook delivery', () => {
     assert.equal(off.status, 200);
     const held = f.till.rt.ctx.repos.webhookDeliveries.get(waiting!.id)!;
     assert.deepEqual([held.status, held.nextAttemptAt, held.lastError], ['dead_letter', null, 'endpoint disabled']);
+    // The CLI's text says why, which its attempts (a 500) do not.
+    assert.match((await runTillBeside(f.till, ['deliveries', 'show', held.id])).stdout, /last error: endpoint disabled/);
+    assert.match((await runTillBeside(f.till, ['deliveries', 'list'])).stdout, new RegExp(`${held.id}.*endpoint disabled`));
     assert.equal((await runTillBeside(f.till, ['webhooks', 'enable', '--store', f.store.storeId, f.endpointId])).code, 0);
     const replay = await runTillBeside(f.till, ['deliveries', 'replay', held.id]);
     assert.equal(replay.code, 0, replay.stderr);
