@@ -3,45 +3,20 @@ import type { Config } from './config.ts';
 import { startDbThread, type DbThread } from './db/db-thread.ts';
 import { openDatabase } from './db/connection.ts';
 import { openWalSync } from './db/wal-sync.ts';
-import type { XpubRecord } from './db/xpubs.ts';
-import { LATEST_SCHEMA_VERSION } from './db/migrate.ts';
-import { ApiError } from './domain/errors.ts';
-import { gapHeadroom, gapLimitReached } from './domain/gap-limit.ts';
+import { healthReport, type HealthReport } from './health.ts';
 import { createLogger, type Logger } from './log.ts';
 import { parseRateSources } from './rates/provider.ts';
 import { RateService, type StoredRate } from './rates/rate-service.ts';
 import { refillAddressPool } from './services/address-pool.ts';
 import { createContext, type Context } from './services/context.ts';
-import { assertDiskWritable } from './services/disk.ts';
 import { ExternalChanges } from './services/external-changes.ts';
 import { IDEMPOTENCY_TTL_MS, expireDueInvoices } from './services/invoices.ts';
 import { acquireServerLease, LEASE_RENEW_MS, LeaseLostError, refuseUpgradeUnderServer } from './services/server-lease.ts';
 import { startLoop } from './services/workers.ts';
-import { VERSION } from './version.ts';
 import { DeliveryWorker } from './webhooks/delivery-worker.ts';
 import { Bitcoind } from './bitcoin/bitcoind.ts';
-import { ChainWatcher, type ChainHealth } from './bitcoin/chain-watcher.ts';
+import { ChainWatcher } from './bitcoin/chain-watcher.ts';
 import { createRpcClient } from './bitcoin/node-connection.ts';
-
-export interface HealthReport {
-  status: 'ok' | 'degraded';
-  version: string;
-  network: Config['network'];
-  schema_version: number;
-  uptime_seconds: number;
-  rates: { status: 'ok' | 'unavailable'; usd_per_btc: string | null; source: string | null; fetched_at: string | null };
-  /**
-   * `failed` once the disk failed to make a write durable (writes are refused until a restart);
-   * `disk_full` while free space is under min_free_disk_mb, `unavailable` while it cannot be read (writes answer 503).
-   */
-  database: { status: 'ok' | 'failed' | 'disk_full' | 'unavailable'; error: string | null };
-  chain: ChainHealth | { status: 'disabled' };
-  /**
-   * How close the live keys are to their wallets' gap limits (DESIGN.md): those where live invoices now answer
-   * 409 gap_limit_exceeded, and the fewest indexes left on any (null: no live key, or the database failed).
-   */
-  gap_limit: { at_limit: string[]; lowest_headroom: number | null };
-}
 
 /**
  * One running Till: the database, the use-case context and the background
@@ -176,39 +151,6 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
     opts.onFatal?.(err.message);
   }
 
-  function databaseHealth(): HealthReport['database'] {
-    if (durabilityError !== null) return { status: 'failed', error: durabilityError };
-    try {
-      assertDiskWritable(ctx);
-      return { status: 'ok', error: null };
-    } catch (err) {
-      if (!(err instanceof ApiError)) throw err;
-      return { status: err.code === 'disk_full' ? 'disk_full' : 'unavailable', error: err.message };
-    }
-  }
-
-  function gapHealth(dbFailed: boolean): HealthReport['gap_limit'] {
-    let live: XpubRecord[] = [];
-    try {
-      if (!dbFailed) live = ctx.repos.xpubs.listActive().filter((x) => x.env === 'live');
-    } catch {
-      // Unreadable: the database part of the report says why, when it can tell.
-    }
-    return {
-      at_limit: live.filter((x) => gapLimitReached(x, clock.now())).map((x) => x.id),
-      lowest_headroom: live.length === 0 ? null : Math.min(...live.map(gapHeadroom)),
-    };
-  }
-
-  function rateHealth(): HealthReport['rates'] {
-    try {
-      const r = ctx.rates!.current();
-      return { status: 'ok', usd_per_btc: (r.rateCentsPerBtc / 100).toFixed(2), source: r.source, fetched_at: new Date(r.fetchedAt).toISOString() };
-    } catch {
-      return { status: 'unavailable', usd_per_btc: null, source: null, fetched_at: null };
-    }
-  }
-
   return {
     ctx,
     logger,
@@ -221,22 +163,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
       stopController.abort();
     },
     health() {
-      const rates = rateHealth();
-      const chainHealth = chain?.health() ?? { status: 'disabled' as const };
-      const database = databaseHealth();
-      // ok: every kind of invoice can be made and followed (fiat aside: rates show their own status).
-      const chainOk = chainHealth.status === 'disabled' || (chainHealth.status === 'synced' && !chainHealth.initial_block_download);
-      return {
-        status: chainOk && database.status === 'ok' ? 'ok' : 'degraded',
-        version: VERSION,
-        network: config.network,
-        schema_version: LATEST_SCHEMA_VERSION,
-        uptime_seconds: Math.floor((clock.now() - startedAt) / 1000),
-        rates,
-        database,
-        chain: chainHealth,
-        gap_limit: gapHealth(database.status === 'failed'),
-      };
+      return healthReport({ ctx, clock, startedAt, chain, durabilityError });
     },
     startDbThread() {
       if (dbThread) return;

@@ -1,0 +1,94 @@
+import type { ChainHealth } from './bitcoin/chain-watcher.ts';
+import type { Clock } from './clock.ts';
+import type { XpubRecord } from './db/xpubs.ts';
+import { LATEST_SCHEMA_VERSION } from './db/migrate.ts';
+import { ApiError } from './domain/errors.ts';
+import { gapHeadroom, gapLimitReached } from './domain/gap-limit.ts';
+import type { Context } from './services/context.ts';
+import { assertDiskWritable } from './services/disk.ts';
+import { VERSION } from './version.ts';
+
+// GET /healthz (docs/API.md, Health): "ok" exactly when Till can make and
+// follow every kind of invoice. Read from memory but for the disk's free
+// space and the active keys, so it still answers after a failed fdatasync.
+
+export interface HealthReport {
+  status: 'ok' | 'degraded';
+  version: string;
+  network: Context['config']['network'];
+  schema_version: number;
+  uptime_seconds: number;
+  rates: { status: 'ok' | 'unavailable'; usd_per_btc: string | null; source: string | null; fetched_at: string | null };
+  /**
+   * `failed` once the disk failed to make a write durable (writes are refused until a restart);
+   * `disk_full` while free space is under min_free_disk_mb, `unavailable` while it cannot be read (writes answer 503).
+   */
+  database: { status: 'ok' | 'failed' | 'disk_full' | 'unavailable'; error: string | null };
+  chain: ChainHealth | { status: 'disabled' };
+  /**
+   * How close the live keys are to their wallets' gap limits (DESIGN.md): those where live invoices now answer
+   * 409 gap_limit_exceeded, and the fewest indexes left on any (null: no live key, or the database failed).
+   */
+  gap_limit: { at_limit: string[]; lowest_headroom: number | null };
+}
+
+export interface HealthInputs {
+  ctx: Context;
+  clock: Clock;
+  startedAt: number;
+  /** Null when the chain is not watched. */
+  chain: { health(): ChainHealth } | null;
+  /** Why the disk failed to make a write durable, if it did. */
+  durabilityError: string | null;
+}
+
+export function healthReport(h: HealthInputs): HealthReport {
+  const chain = h.chain?.health() ?? { status: 'disabled' as const };
+  const database = databaseHealth(h);
+  // ok: every kind of invoice can be made and followed (fiat aside: rates show their own status).
+  const chainOk = chain.status === 'disabled' || (chain.status === 'synced' && !chain.initial_block_download);
+  return {
+    status: chainOk && database.status === 'ok' ? 'ok' : 'degraded',
+    version: VERSION,
+    network: h.ctx.config.network,
+    schema_version: LATEST_SCHEMA_VERSION,
+    uptime_seconds: Math.floor((h.clock.now() - h.startedAt) / 1000),
+    rates: rateHealth(h.ctx),
+    database,
+    chain,
+    gap_limit: gapHealth(h, database.status === 'failed'),
+  };
+}
+
+function databaseHealth(h: HealthInputs): HealthReport['database'] {
+  if (h.durabilityError !== null) return { status: 'failed', error: h.durabilityError };
+  try {
+    assertDiskWritable(h.ctx);
+    return { status: 'ok', error: null };
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    return { status: err.code === 'disk_full' ? 'disk_full' : 'unavailable', error: err.message };
+  }
+}
+
+function gapHealth(h: HealthInputs, dbFailed: boolean): HealthReport['gap_limit'] {
+  let live: XpubRecord[] = [];
+  try {
+    if (!dbFailed) live = h.ctx.repos.xpubs.listActive().filter((x) => x.env === 'live');
+  } catch {
+    // Unreadable: the database part of the report says why, when it can tell.
+  }
+  return {
+    at_limit: live.filter((x) => gapLimitReached(x, h.clock.now())).map((x) => x.id),
+    lowest_headroom: live.length === 0 ? null : Math.min(...live.map(gapHeadroom)),
+  };
+}
+
+function rateHealth(ctx: Context): HealthReport['rates'] {
+  try {
+    const r = ctx.rates!.current();
+    return { status: 'ok', usd_per_btc: (r.rateCentsPerBtc / 100).toFixed(2), source: r.source, fetched_at: new Date(r.fetchedAt).toISOString() };
+  } catch {
+    return { status: 'unavailable', usd_per_btc: null, source: null, fetched_at: null };
+  }
+}
