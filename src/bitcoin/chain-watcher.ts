@@ -403,9 +403,10 @@ export class ChainWatcher {
   /**
    * Full mempool pass after a start, a gap or a reconnect: anything missed is
    * found. What is gone is marked by the tracked check after the blocks (a
-   * payment missing from the mempool now may be in one of them).
+   * payment missing from the mempool now may be in one of them). `onlyNew`:
+   * only the transactions that entered it since the last look (polling, when
+   * ZMQ brings no rawtx).
    */
-  /** `onlyNew`: only the transactions that entered the mempool since the last look (polling, without ZMQ). */
   async #scanMempool(onlyNew = false): Promise<void> {
     const { bitcoind } = this.#o;
     const times = await bitcoind.getRawMempoolTimes();
