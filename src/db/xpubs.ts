@@ -114,7 +114,7 @@ export function createXpubsRepo(db: Db) {
     recordFunding(id: string, index: number, at: number): void {
       recordFunding.run(index, at, id, index);
     },
-    /** Funding as the payments that still count tell it: after one stopped counting (replaced, or dropped by a reorg). */
+    /** Funding as the payments that still count tell it: after one stopped counting (replaced, dropped by a reorg) or counts again. */
     recountFunding(id: string): void {
       recountFunding.run({ id });
     },
