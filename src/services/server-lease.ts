@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { inTransaction, type Db } from '../db/connection.ts';
+import { createMetaRepo } from '../db/meta.ts';
 import type { Context } from './context.ts';
 
 // One `till serve` per data directory: two would both run the webhook worker
@@ -45,6 +46,10 @@ function holderGone(held: Lease): boolean {
   }
 }
 
+function ourLease(renewedAt: number): Lease {
+  return { owner, pid: process.pid, host: hostname(), renewedAt };
+}
+
 /** The lease of another server that still runs, or null. */
 function otherServer(held: Lease | null, now: number): Lease | null {
   return held && held.owner !== owner && now - held.renewedAt < LEASE_TTL_MS && !holderGone(held) ? held : null;
@@ -52,7 +57,7 @@ function otherServer(held: Lease | null, now: number): Lease | null {
 
 /** Removes the lease from a copy of the database (a backup): the copy is no running server. */
 export function dropServerLease(db: Db): void {
-  db.prepare('DELETE FROM meta WHERE key = ?').run(KEY);
+  createMetaRepo(db).delete(KEY);
 }
 
 /**
@@ -62,8 +67,7 @@ export function dropServerLease(db: Db): void {
  */
 export function refuseUpgradeUnderServer(dataDir: string, now: () => number): (db: Db) => void {
   return (db) => {
-    const row = db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?').get(KEY);
-    const held = otherServer(row ? (JSON.parse(row.value) as Lease) : null, now());
+    const held = otherServer(createMetaRepo(db).getJson<Lease>(KEY), now());
     if (held) {
       throw new LeaseHeldError(
         `the database in ${dataDir} needs upgrading for this version of Till, but a till serve (pid ${held.pid} on ${held.host}) is running on it, likely the version before: stop or restart that server first (it upgrades the database as it starts)`,
@@ -82,7 +86,7 @@ export function acquireServerLease(ctx: Context): { renew(): void; release(): vo
         `another till serve (pid ${held.pid} on ${held.host}) is running on ${ctx.config.dataDir}; stop it first (a crashed one's claim lapses after ${LEASE_TTL_MS / 1000} s)`,
       );
     }
-    ctx.repos.meta.setJson(KEY, { owner, pid: process.pid, host: hostname(), renewedAt: now() } satisfies Lease);
+    ctx.repos.meta.setJson(KEY, ourLease(now()));
   });
   return {
     renew() {
@@ -93,7 +97,7 @@ export function acquireServerLease(ctx: Context): { renew(): void; release(): vo
             `another till serve (pid ${held.pid} on ${held.host}) took over ${ctx.config.dataDir} while this one missed its lease renewals for over ${LEASE_TTL_MS / 1000} s (paused or suspended?); this one stops`,
           );
         }
-        ctx.repos.meta.setJson(KEY, { owner, pid: process.pid, host: hostname(), renewedAt: now() } satisfies Lease);
+        ctx.repos.meta.setJson(KEY, ourLease(now()));
       });
     },
     release() {
