@@ -1,6 +1,6 @@
 import type { Db } from './connection.ts';
 import { INVOICE_STATUSES, type Invoice, type InvoiceStatus, type Payment } from '../domain/invoice.ts';
-import { watchUntil } from '../domain/invoice-state.ts';
+import { outpointKey, watchUntil } from '../domain/invoice-state.ts';
 
 interface InvoiceRow {
   rowid: number;
@@ -298,8 +298,8 @@ export function createInvoicesRepo(db: Db) {
     /** Writes the state fields and the payment list of an invoice after a transition. */
     saveTransition(before: StoredInvoice, after: Invoice): void {
       updateState.run({ ...after, watchUntil: watchUntil(after) ?? WATCH_WHILE_NEEDED });
-      const kept = new Set(after.payments.map((p) => `${p.txid}:${p.vout}`));
-      for (const p of before.payments) if (!kept.has(`${p.txid}:${p.vout}`)) deletePayment.run(p.txid, p.vout);
+      const kept = new Set(after.payments.map(outpointKey));
+      for (const p of before.payments) if (!kept.has(outpointKey(p))) deletePayment.run(p.txid, p.vout);
       for (const p of after.payments) {
         upsertPayment.run({ ...p, invoiceId: after.id, blockHash: p.blockHash ?? null });
       }

@@ -253,7 +253,8 @@ function assertPayment(payment: Payment, key: string): void {
   if (failed) throw new Error(`invalid payment ${key}: ${failed[0]}`);
 }
 
-function outpointKey(p: Payment): string {
+/** A payment's outpoint as one string: how payments are told apart. */
+export function outpointKey(p: Payment): string {
   return `${p.txid}:${p.vout}`;
 }
 

@@ -4,7 +4,7 @@ import { WatchSet } from '../bitcoin/watch-set.ts';
 import type { StoredInvoice } from '../db/invoices.ts';
 import type { Payment } from '../domain/invoice.ts';
 import { isCounting } from '../domain/invoice-amounts.ts';
-import { joinUntil, transition, watchUntil, type Fact } from '../domain/invoice-state.ts';
+import { joinUntil, outpointKey, transition, watchUntil, type Fact } from '../domain/invoice-state.ts';
 import { isSimulatedPayment } from '../domain/synthetic-payment.ts';
 import type { Context } from './context.ts';
 import { saveTransition } from './invoices.ts';
@@ -35,7 +35,6 @@ export const CONFIRMATION_TRACKING_DEPTH = 1000;
 const STATE_DEPTH = 7;
 const BLOCKS_KEPT = 1000;
 
-/** The watch set as of now: every invoice whose address must be watched. */
 /**
  * Gives invoices kept watched "while needed" that no longer need it their
  * real watch end: an upgrade from schema 2 gave every invoice the sentinel,
@@ -55,6 +54,7 @@ export function settleWatchEnds(ctx: Context): void {
 
 const WATCH_ENDS_SETTLED = 'watch_ends_settled';
 
+/** The watch set as of now: every invoice whose address must be watched. */
 export function loadWatchSet(ctx: Context, now: number): WatchSet {
   // Sized up front: growing a million-entry table doubling by doubling rehashes it ten times.
   const set = new WatchSet(ctx.repos.invoices.countWatched(now));
@@ -121,16 +121,16 @@ function applyPayments(ctx: Context, inv: StoredInvoice, payments: Payment[], no
     ctx.repos.invoices.touch(inv.id, watchUntil(invoice));
     return { ...inv, version: inv.version + 1 };
   }
-  const known = new Set(inv.payments.map((p) => `${p.txid}:${p.vout}`));
+  const known = new Set(inv.payments.map(outpointKey));
   for (const p of payments) {
     // Gap-limit bookkeeping: this index of the xpub is funded.
-    if (!known.has(`${p.txid}:${p.vout}`)) ctx.repos.xpubs.recordFunding(inv.xpubId, inv.addressIndex, now);
+    if (!known.has(outpointKey(p))) ctx.repos.xpubs.recordFunding(inv.xpubId, inv.addressIndex, now);
   }
   const saved = saveTransition(ctx, inv, invoice, events);
   // A payment that stopped counting no longer funds its index (a wallet scanning the chain never sees it); one
   // that counts again (back in the mempool, or mined after all) funds it again.
-  const before = new Map(inv.payments.map((p) => [`${p.txid}:${p.vout}`, isCounting(p)]));
-  if (payments.some((p) => before.has(`${p.txid}:${p.vout}`) && before.get(`${p.txid}:${p.vout}`) !== isCounting(p))) ctx.repos.xpubs.recountFunding(inv.xpubId);
+  const countedBefore = new Map(inv.payments.map((p) => [outpointKey(p), isCounting(p)]));
+  if (payments.some((p) => (countedBefore.get(outpointKey(p)) ?? isCounting(p)) !== isCounting(p))) ctx.repos.xpubs.recountFunding(inv.xpubId);
   return saved;
 }
 
@@ -290,7 +290,7 @@ function withLateJoiners(ctx: Context, before: StoredInvoice, payments: Payment[
  */
 function settlingBlockTime(before: StoredInvoice, payments: Payment[], blocks: readonly BlockHeader[], now: number): number | null {
   const timeAt = new Map(blocks.map((b) => [b.height, b.time]));
-  const known = new Set(before.payments.map((p) => `${p.txid}:${p.vout}`));
+  const known = new Set(before.payments.map(outpointKey));
   const needed = Math.max(before.confirmationsRequired, 1);
   const heights = new Set(payments.flatMap((p) => (p.blockHeight === null ? [] : [p.blockHeight, p.blockHeight + needed - 1])));
   for (const height of [...heights].filter((h) => timeAt.has(h)).sort((a, b) => a - b)) {
@@ -298,7 +298,7 @@ function settlingBlockTime(before: StoredInvoice, payments: Payment[], blocks: r
     const asOf = payments.flatMap((p): Payment[] => {
       if (p.blockHeight === null) return [p];
       if (p.blockHeight <= height) return [{ ...p, confirmations: height - p.blockHeight + 1 }];
-      return known.has(`${p.txid}:${p.vout}`) ? [{ ...p, status: 'mempool', confirmations: 0, blockHeight: null, blockHash: null }] : [];
+      return known.has(outpointKey(p)) ? [{ ...p, status: 'mempool', confirmations: 0, blockHeight: null, blockHash: null }] : [];
     });
     const heldAt = timeAt.get(height)!;
     if (transition(before, { kind: 'payments', payments: asOf, catchingUp: true, heldAt }, now).invoice.status !== before.status) return heldAt;
@@ -323,8 +323,8 @@ export function reconcileMempool(ctx: Context, stillInMempool: (txid: string) =>
     ctx.repos.invoices.listWithMempoolPayments().flatMap((inv) => {
       const gone = inv.payments.filter((p) => p.status === 'mempool' && !isSimulatedPayment(inv, p.txid) && !stillInMempool(p.txid));
       if (gone.length === 0) return [];
-      const ids = new Set(gone.map((p) => `${p.txid}:${p.vout}`));
-      return [applyPayments(ctx, inv, inv.payments.map((p) => (ids.has(`${p.txid}:${p.vout}`) ? { ...p, status: 'replaced' as const } : p)), now)];
+      const ids = new Set(gone.map(outpointKey));
+      return [applyPayments(ctx, inv, inv.payments.map((p) => (ids.has(outpointKey(p)) ? { ...p, status: 'replaced' as const } : p)), now)];
     }),
   );
 }
