@@ -1,7 +1,7 @@
 import { Command, Option } from 'commander';
 import { xpubView } from '../../src/domain/credential-views.ts';
 import { STORE_MODES } from '../../src/domain/store.ts';
-import { addXpub, GAP_LIMIT, listXpubs, retireXpub, skipIndexes } from '../../src/services/xpubs.ts';
+import { addXpub, GAP_LIMIT, listXpubs, retireXpub, SKIP_MAX, skipIndexes } from '../../src/services/xpubs.ts';
 import { withContext } from '../context.ts';
 import { emit, parseIntegerOption, table } from '../output.ts';
 
@@ -38,7 +38,7 @@ export function xpubCommand(): Command {
 
   cmd.command('skip').description('hand out no invoice the next <count> receive addresses (after restoring a backup older than the last invoice: their addresses may be paid)')
     .argument('<id>', 'xpub id (xpb_…)')
-    .argument('<count>', 'how many indexes to skip', parseIntegerOption('<count>', 1, 1_000_000))
+    .argument('<count>', 'how many indexes to skip', parseIntegerOption('<count>', 1, SKIP_MAX))
     .action(function (this: Command, id: string, count: number) {
       const x = xpubView(withContext(this, (ctx) => skipIndexes(ctx, id, count)));
       emit(this.optsWithGlobals(), x, () => `${x.id}: next receive index ${x.next_index}`);

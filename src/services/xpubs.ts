@@ -69,13 +69,15 @@ export function listXpubs(ctx: Context, storeId?: string): XpubRecord[] {
   return ctx.repos.xpubs.list(storeId);
 }
 
+/** The most indexes one `till xpub skip` moves past. */
+export const SKIP_MAX = 1_000_000;
+
 /**
  * Moves a key's next receive index `count` further on: after restoring a
  * backup older than the last invoice, its later invoices' addresses (which
  * may be paid) are not handed out again. Pooled addresses below it go.
  */
 export function skipIndexes(ctx: Context, id: string, count: number): XpubRecord {
-  const SKIP_MAX = 1_000_000;
   if (!Number.isSafeInteger(count) || count < 1 || count > SKIP_MAX) throw invalidField('count', `count must be an integer from 1 to ${SKIP_MAX}`);
   return inTransaction(ctx.db, () => {
     const x = ctx.repos.xpubs.get(id);
