@@ -30,3 +30,9 @@ export function assertDiskWritable(ctx: Context): void {
     throw new ApiError('disk_full', `less than ${ctx.config.minFreeDiskMb} MB free where Till keeps its data; writes are paused until space is freed`);
   }
 }
+
+/** A write an API request asks for: refused below the disk floor (before it is queued), then run by the write queue. */
+export function runRequestedWrite<T>(ctx: Context, fn: () => T): Promise<T> {
+  assertDiskWritable(ctx);
+  return ctx.writes.run(fn);
+}

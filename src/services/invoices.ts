@@ -11,7 +11,7 @@ import { newId } from '../ids.ts';
 import { allocateAddress } from './address-pool.ts';
 import type { Caller } from './api-keys.ts';
 import type { Context } from './context.ts';
-import { assertDiskWritable } from './disk.ts';
+import { assertDiskWritable, runRequestedWrite } from './disk.ts';
 import { recordEvents } from './events.ts';
 import { refusePrivateReceiver } from './webhooks.ts';
 
@@ -224,8 +224,7 @@ async function changeInvoice(
   id: string,
   change: (inv: StoredInvoice, now: number) => { invoice: Invoice; events: DomainEvent[] },
 ): Promise<StoredInvoice> {
-  assertDiskWritable(ctx);
-  const saved = await ctx.writes.run(() => {
+  const saved = await runRequestedWrite(ctx, () => {
     const inv = getInvoiceFor(ctx, caller, id);
     const { invoice, events } = change(inv, ctx.clock.now());
     return saveTransition(ctx, inv, invoice, events);

@@ -13,7 +13,7 @@ import {
   rotateEndpointSecret,
   updateEndpoint,
 } from '../../services/webhooks.ts';
-import { assertDiskWritable } from '../../services/disk.ts';
+import { runRequestedWrite } from '../../services/disk.ts';
 import { requireApiKey } from '../middleware/auth.ts';
 import { readJsonObject } from '../internal/body.ts';
 import { assertNoQuery } from '../internal/query.ts';
@@ -34,12 +34,6 @@ export function registerWebhookRoutes(app: H3, rt: Runtime): void {
     return id;
   }
 
-  /** Below the disk floor every write is refused (503 disk_full), as an invoice's is. */
-  function write<T>(fn: () => T): Promise<T> {
-    assertDiskWritable(ctx);
-    return ctx.writes.run(fn);
-  }
-
   /** The endpoint in the path, of the API key's own store. Read before a write is queued: a refusal then costs no batch. */
   function ownEndpoint(event: H3Event): { storeId: string; wid: string } {
     return { storeId: ownStore(event), wid: routeParam(event, 'wid') };
@@ -53,7 +47,7 @@ export function registerWebhookRoutes(app: H3, rt: Runtime): void {
     POST: async (event) => {
       const storeId = ownStore(event);
       const { value } = await readJsonObject(event);
-      const { endpoint, secret } = await write(() => createEndpoint(ctx, storeId, value));
+      const { endpoint, secret } = await runRequestedWrite(ctx, () => createEndpoint(ctx, storeId, value));
       event.res.status = 201;
       return { ...endpointView(endpoint), secret };
     },
@@ -68,18 +62,18 @@ export function registerWebhookRoutes(app: H3, rt: Runtime): void {
       const storeId = ownStore(event);
       const { value } = await readJsonObject(event);
       const wid = routeParam(event, 'wid');
-      return endpointView(await write(() => updateEndpoint(ctx, storeId, wid, value)));
+      return endpointView(await runRequestedWrite(ctx, () => updateEndpoint(ctx, storeId, wid, value)));
     },
     DELETE: async (event) => {
       const { storeId, wid } = ownEndpoint(event);
-      return { ...endpointView(await write(() => deleteEndpoint(ctx, storeId, wid))), deleted: true };
+      return { ...endpointView(await runRequestedWrite(ctx, () => deleteEndpoint(ctx, storeId, wid))), deleted: true };
     },
   });
 
   defineRoute(app, '/v1/stores/:id/webhooks/:wid/rotate-secret', {
     POST: async (event) => {
       const { storeId, wid } = ownEndpoint(event);
-      const { endpoint, secret } = await write(() => rotateEndpointSecret(ctx, storeId, wid));
+      const { endpoint, secret } = await runRequestedWrite(ctx, () => rotateEndpointSecret(ctx, storeId, wid));
       return { ...endpointView(endpoint), secret };
     },
   });
@@ -87,7 +81,7 @@ export function registerWebhookRoutes(app: H3, rt: Runtime): void {
   defineRoute(app, '/v1/stores/:id/webhooks/:wid/test', {
     POST: async (event) => {
       const { storeId, wid } = ownEndpoint(event);
-      const id = await write(() => queueTestDelivery(ctx, storeId, wid));
+      const id = await runRequestedWrite(ctx, () => queueTestDelivery(ctx, storeId, wid));
       // Answered after the first attempt, so the caller sees the receiver's response at once.
       await rt.webhooks.deliverNow(id);
       event.res.status = 201;
@@ -98,7 +92,7 @@ export function registerWebhookRoutes(app: H3, rt: Runtime): void {
   defineRoute(app, '/v1/stores/:id/callback-secret/rotate', {
     POST: async (event) => {
       const storeId = ownStore(event);
-      const { secret, previousExpiresAt } = await write(() => rotateCallbackSecret(ctx, storeId));
+      const { secret, previousExpiresAt } = await runRequestedWrite(ctx, () => rotateCallbackSecret(ctx, storeId));
       return { object: 'callback_secret', secret, previous_secret_expires_at: previousExpiresAt === null ? null : new Date(previousExpiresAt).toISOString() };
     },
   });
