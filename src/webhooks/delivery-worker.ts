@@ -32,6 +32,11 @@ function originOf(url: string): string {
   }
 }
 
+/** Where an attempt goes: the endpoint's URL now (one changed since the delivery was written, or read ahead, takes its retries and replays), else the delivery's. */
+function targetUrl(d: DueDelivery, sealed: SendingSecrets | null): string {
+  return sealed?.url ?? d.url;
+}
+
 function bump(counts: Map<string, number>, key: string, by: number): void {
   const n = (counts.get(key) ?? 0) + by;
   if (n <= 0) counts.delete(key);
@@ -191,7 +196,7 @@ export class DeliveryWorker {
       if (this.#inFlight.has(d.id)) continue;
       // Secrets per delivery: stores may share a callback origin, hence a target.
       const sealed = this.#ctx.repos.webhookEndpoints.sendingSecrets(d, now);
-      const origin = originOf(sealed?.url ?? d.url);
+      const origin = originOf(targetUrl(d, sealed));
       if ((this.#perOrigin.get(origin) ?? 0) >= this.#maxPerOrigin) {
         // Back to the front of the read-ahead: started once the origin has room.
         const rest = starting.slice(i);
@@ -232,7 +237,7 @@ export class DeliveryWorker {
     const d = this.#ctx.repos.webhookDeliveries.getAttempting(id);
     if (!d) return;
     const sealed = this.#ctx.repos.webhookEndpoints.sendingSecrets(d, this.#ctx.clock.now());
-    await this.#start(d, sealed, originOf(sealed?.url ?? d.url));
+    await this.#start(d, sealed, originOf(targetUrl(d, sealed)));
   }
 
   /**
@@ -318,8 +323,7 @@ export class DeliveryWorker {
       // Signed afresh at every attempt: a retry carrying the first attempt's t would fail the 300 s check.
       const signature = signPayload(d.body, secrets, Math.floor(startedAt / 1000));
       result = await sendWebhook({
-        // The endpoint's URL now: one changed since the delivery was written (or read ahead) takes the retries and replays.
-        url: sealed.url ?? d.url,
+        url: targetUrl(d, sealed),
         body: d.body,
         timeoutMs: this.#timeoutMs,
         allowPrivate: ctx.config.allowPrivateCallbacks,
