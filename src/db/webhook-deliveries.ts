@@ -52,17 +52,32 @@ export interface DeliveryFilter {
   limit: number;
 }
 
+/** Why a delivery waiting for an endpoint became a dead letter at once (services/webhooks.ts). */
+export const SET_ASIDE = { disabled: 'endpoint disabled', deleted: 'endpoint deleted' } as const;
+
 // An attempt's outcome is written as plain statements (see statementsToFinishAttempt).
-// Both act only while the delivery is still attempting: the attempt row is
-// numbered from the delivery's own count, so a second outcome for the same
-// attempt (a replay raced it) changes nothing.
+// They act while the delivery is still attempting, or when its endpoint was
+// disabled or deleted while the attempt was on the wire (set aside after it
+// started): the attempt is history all the same, and an answered one means the
+// receiver has the event. The attempt row is numbered from the delivery's own
+// count, so a second outcome for the same attempt (a replay raced it) changes nothing.
+const SET_ASIDE_DURING = `status = 'dead_letter' AND completed_at >= @startedAt
+  AND last_error IN ('${SET_ASIDE.disabled}', '${SET_ASIDE.deleted}')`;
 const RECORD_ATTEMPT_SQL = `INSERT INTO webhook_attempts (delivery_id, n, started_at, duration_ms, status_code, error, response_body)
   SELECT id, total_attempts + 1, @startedAt, @durationMs, @statusCode, @error, @responseBody
-  FROM webhook_deliveries WHERE id = @id AND status = 'attempting'`;
+  FROM webhook_deliveries WHERE id = @id AND (status = 'attempting' OR (${SET_ASIDE_DURING}))`;
 const FINISH_ATTEMPT_SQL = `UPDATE webhook_deliveries SET status = @status, attempts = attempts + 1, total_attempts = total_attempts + 1,
     next_attempt_at = @nextAttemptAt, last_attempt_at = @lastAttemptAt, last_status_code = @lastStatusCode,
     last_error = @lastError, response_body = @responseBody, completed_at = @completedAt
   WHERE id = @id AND status = 'attempting'`;
+// Set aside while on the wire: delivered if the receiver took it, else it stays
+// the dead letter it became, still saying why.
+const FINISH_SET_ASIDE_ATTEMPT_SQL = `UPDATE webhook_deliveries SET total_attempts = total_attempts + 1,
+    last_attempt_at = @lastAttemptAt, last_status_code = @lastStatusCode, response_body = @responseBody,
+    status = CASE WHEN @status = 'success' THEN 'success' ELSE status END,
+    last_error = CASE WHEN @status = 'success' THEN NULL ELSE last_error END,
+    completed_at = CASE WHEN @status = 'success' THEN @completedAt ELSE completed_at END
+  WHERE id = @id AND ${SET_ASIDE_DURING}`;
 
 export type WebhookDeliveriesRepo = ReturnType<typeof createWebhookDeliveriesRepo>;
 
@@ -137,12 +152,16 @@ export function createWebhookDeliveriesRepo(db: Db) {
       return [
         { sql: RECORD_ATTEMPT_SQL, params: { id, ...a } },
         {
+          sql: FINISH_SET_ASIDE_ATTEMPT_SQL,
+          params: { id, status: next.status, completedAt: next.completedAt, startedAt: a.startedAt, lastAttemptAt: a.startedAt, lastStatusCode: a.statusCode, responseBody: a.responseBody },
+        },
+        {
           sql: FINISH_ATTEMPT_SQL,
           params: { id, ...next, lastAttemptAt: a.startedAt, lastStatusCode: a.statusCode, lastError: a.error, responseBody: a.responseBody },
         },
       ];
     },
-    /** The endpoint was disabled or deleted: what waits for it becomes a dead letter now (an attempt under way records nothing). */
+    /** The endpoint was disabled or deleted: what waits for it becomes a dead letter now (an attempt under way still records its outcome). */
     setAside(endpointId: string, now: number, why: string): number {
       return setAside.run({ endpointId, now, why }).changes;
     },

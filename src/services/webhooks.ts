@@ -1,7 +1,7 @@
 import { toIso } from '../clock.ts';
 import { inTransaction } from '../db/connection.ts';
 import type { EndpointRecord, SealedSecrets } from '../db/webhook-endpoints.ts';
-import type { DeliveryFilter, DeliveryRecord, DeliveryStatus } from '../db/webhook-deliveries.ts';
+import { SET_ASIDE, type DeliveryFilter, type DeliveryRecord, type DeliveryStatus } from '../db/webhook-deliveries.ts';
 import { ApiError, invalidField, unknownName } from '../domain/errors.ts';
 import { EVENT_TYPES, WEBHOOK_TEST_EVENT_TYPE } from '../domain/event-types.ts';
 import type { Invoice } from '../domain/invoice.ts';
@@ -106,7 +106,7 @@ export function updateEndpoint(ctx: Context, storeId: string, id: string, input:
     // "Fix the URL, then replay" (docs/WEBHOOKS.md): what is still to deliver follows the endpoint.
     if (next.url !== e.url) ctx.repos.webhookDeliveries.readdress(next, next.url);
     // Set aside at once, to replay once it is enabled again (failed is a receiver's 4xx, spec 3.2).
-    if (e.enabled && !next.enabled) ctx.repos.webhookDeliveries.setAside(e.id, ctx.clock.now(), 'endpoint disabled');
+    if (e.enabled && !next.enabled) ctx.repos.webhookDeliveries.setAside(e.id, ctx.clock.now(), SET_ASIDE.disabled);
     return next;
   });
 }
@@ -130,7 +130,7 @@ export function deleteEndpoint(ctx: Context, storeId: string, id: string): Endpo
   return inTransaction(ctx.db, () => {
     const e = { ...getEndpoint(ctx, storeId, id), deletedAt: ctx.clock.now() };
     ctx.repos.webhookEndpoints.update(e);
-    ctx.repos.webhookDeliveries.setAside(e.id, e.deletedAt, 'endpoint deleted');
+    ctx.repos.webhookDeliveries.setAside(e.id, e.deletedAt, SET_ASIDE.deleted);
     return e;
   });
 }

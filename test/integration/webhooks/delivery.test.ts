@@ -133,6 +133,29 @@ describe('webhook delivery', () => {
     assert.deepEqual([orphan.status, orphan.lastError], ['dead_letter', 'endpoint deleted']);
   });
 
+  test('an attempt on the wire when its endpoint is disabled is still recorded: delivered if the receiver took it, else a dead letter saying why', async (t) => {
+    const f = await startWebhookFixture(t, { events: ['invoice.created'] });
+    // The answer's body dribbles for ~600 ms: the endpoint is disabled between its request and its end.
+    f.receiver.respondWith(answer.slowBody({ status: 200, chunks: 3, intervalMs: 200 }), answer.slowBody({ status: 500, chunks: 3, intervalMs: 200 }));
+    const disableWhileOnTheWire = async (n: number, enable: boolean) => {
+      if (enable) assert.equal((await call(f.till, 'POST', `/v1/stores/${f.store.storeId}/webhooks/${f.endpointId}`, { key: f.store.key, body: { enabled: true } })).status, 200);
+      await createInvoice(f);
+      const [waiting] = deliveriesOf(f.till).filter((d) => d.status === 'attempting');
+      const running = f.till.rt.webhooks.runOnce();
+      await f.receiver.waitForRequests(n, 5000);
+      const off = await call(f.till, 'POST', `/v1/stores/${f.store.storeId}/webhooks/${f.endpointId}`, { key: f.store.key, body: { enabled: false } });
+      assert.equal(off.status, 200);
+      await running;
+      return f.till.rt.ctx.repos.webhookDeliveries.get(waiting!.id)!;
+    };
+    const took = await disableWhileOnTheWire(1, false);
+    assert.deepEqual([took.status, took.totalAttempts, took.lastStatusCode, took.lastError], ['success', 1, 200, null]);
+    assert.deepEqual(f.till.rt.ctx.repos.webhookDeliveries.attempts(took.id).map((a) => a.statusCode), [200]);
+    const held = await disableWhileOnTheWire(2, true);
+    assert.deepEqual([held.status, held.totalAttempts, held.lastStatusCode, held.lastError], ['dead_letter', 1, 500, 'endpoint disabled']);
+    assert.deepEqual(f.till.rt.ctx.repos.webhookDeliveries.attempts(held.id).map((a) => a.statusCode), [500]);
+  });
+
   test('an endpoint disabled through the CLI gets nothing more once the secrets read for sending are older than their hold time', async (t) => {
     const f = await startWebhookFixture(t);
     await createInvoice(f);
