@@ -9,6 +9,7 @@ import {
   RpcClient,
   RpcError,
   RpcProtocolError,
+  RpcUnavailableError,
 } from './rpc-client.ts';
 
 export interface ChainInfo {
@@ -36,6 +37,7 @@ export interface UnspentOutput {
  * start over forever.
  */
 export const SCAN_TIMEOUT_MS = 30 * 60_000;
+const SCAN_ABORT_TIMEOUT_MS = 2_000;
 export const RPC_BLOCK_NOT_FOUND = -5;
 export const RPC_PRUNED_OR_MISC = -1;
 export const RPC_HEIGHT_OUT_OF_RANGE = -8;
@@ -126,7 +128,15 @@ export class Bitcoind {
 
   /** Unspent outputs paying these addresses, from the UTXO set (works on pruned nodes). */
   async scanAddresses(addresses: string[]): Promise<UnspentOutput[]> {
-    const answer = await this.rpc.call('scantxoutset', ['start', addresses.map((a) => `addr(${a})`)], { timeoutMs: SCAN_TIMEOUT_MS });
+    let answer: unknown;
+    try {
+      answer = await this.rpc.call('scantxoutset', ['start', addresses.map((a) => `addr(${a})`)], { timeoutMs: SCAN_TIMEOUT_MS });
+    } catch (err) {
+      // Given up on (deadline, stop, lost connection) while the node may scan on: a scan left
+      // running refuses the next one ("Scan already in progress") until it ends by itself.
+      if (err instanceof RpcUnavailableError) await this.rpc.call('scantxoutset', ['abort'], { timeoutMs: SCAN_ABORT_TIMEOUT_MS }).catch(() => {});
+      throw err;
+    }
     const o = expectObject(answer, 'scantxoutset');
     if (o.success !== true || !Array.isArray(o.unspents)) throw new RpcProtocolError('scantxoutset: no unspents');
     return o.unspents.map((u, i) => {

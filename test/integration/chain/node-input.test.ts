@@ -74,6 +74,31 @@ describe('chain: bad input from the node', () => {
     assert.deepEqual(await new Bitcoind(rpc).scanAddresses(['bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080']), []);
   });
 
+  test('a UTXO-set scan given up on is aborted on the node, which would refuse the next scan while it runs', async (t) => {
+    // A node that never finishes a scan, and says whether it was told to abort one.
+    const asked: unknown[][] = [];
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d) => (body += d));
+      req.on('end', () => {
+        const [c] = JSON.parse(body) as Array<{ id: number; method: string; params: unknown[] }>;
+        asked.push([c!.method, ...c!.params.slice(0, 1)]);
+        if (c!.params[0] === 'abort') res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify([{ id: c!.id, result: true, error: null }]));
+      });
+    });
+    const url = await listenOnLoopback(server);
+    t.after(() => {
+      server.closeAllConnections();
+      server.close();
+    });
+    const rpc = new RpcClient({ url, credentials: () => ({ user: 'u', password: 'p' }) });
+    const scan = new Bitcoind(rpc).scanAddresses(['bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080']);
+    await waitFor(() => asked.length === 1, 'the scan reached the node');
+    rpc.abortCalls(); // as a stopping watcher does
+    await assert.rejects(scan, RpcUnavailableError);
+    assert.deepEqual(asked, [['scantxoutset', 'start'], ['scantxoutset', 'abort']]);
+  });
+
   test('stopping does not wait for an RPC call under way (a scan may take 30 minutes)', async (t) => {
     // A node that takes every call and answers none.
     let asked = 0;
