@@ -14,8 +14,11 @@ export interface WalSync {
  * fsync applies to the file, whichever descriptor wrote to it. SQLite takes
  * no POSIX locks on the -wal file (only on the database and -shm files), so
  * opening and closing one here cannot drop SQLite's locks. The descriptor is
- * opened at the first sync (the WAL exists once a commit wrote to it) and
- * opened again if another file took its name. Null where there is no WAL file.
+ * opened now, before the server takes connections: opened at the first sync,
+ * a flood of connections using up the process's descriptors at that moment
+ * failed the sync, and a failed sync stops all writes until a restart. Opened
+ * at the first sync where there was no WAL yet, and again if another file took
+ * its name. Null where the database is not in WAL mode.
  */
 export function openWalSync(db: Db): WalSync | null {
   if (db.memory || db.name === '' || String(db.pragma('journal_mode', { simple: true })).toLowerCase() !== 'wal') return null;
@@ -33,6 +36,11 @@ export function openWalSync(db: Db): WalSync | null {
     }
     fd = openSync(path, 'r');
     return fd;
+  }
+  try {
+    descriptor();
+  } catch {
+    // No WAL file yet: the first sync opens it.
   }
 
   return {

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { databasePath } from '../../../src/db/connection.ts';
-import { LEASE_TTL_MS } from '../../../src/services/server-lease.ts';
+import { LEASE_RENEW_MS, LEASE_TTL_MS } from '../../../src/services/server-lease.ts';
 import { runTill } from '../../helpers/cli.ts';
 import { tempDir } from '../../helpers/temp.ts';
 
@@ -28,8 +28,11 @@ interface Serving {
   signal: (signal: NodeJS.Signals) => void;
 }
 
-function startServe(dataDir: string, { logLevel = 'silent', seeded = false, env = {} as Record<string, string> } = {}): Promise<Serving> {
-  const child = spawn(process.execPath, [TILL, '--data-dir', dataDir, '--port', '0', 'serve', '--demo'], {
+function startServe(dataDir: string, { logLevel = 'silent', seeded = false, env = {} as Record<string, string>, maxDescriptors = 0 } = {}): Promise<Serving> {
+  const args = [TILL, '--data-dir', dataDir, '--port', '0', 'serve', '--demo'];
+  // `ulimit -n` then exec: the same process, with that many descriptors at most.
+  const [command, argv] = maxDescriptors ? ['bash', ['-c', `ulimit -n ${maxDescriptors} && exec "$0" "$@"`, process.execPath, ...args]] : [process.execPath, args];
+  const child = spawn(command, argv, {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', TILL_LOG_LEVEL: logLevel, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -75,6 +78,26 @@ test('npm start path: serve --demo on a fresh data dir creates a demo store and 
   const health = await (await fetch(`${till.url}/healthz`)).json();
   assert.equal(health.status, 'ok');
   assert.equal(health.chain.status, 'disabled');
+});
+
+test('a flood of connections using up the descriptors while the first group commit runs does not stop Till once it is over', async (t) => {
+  const till = await startServe(tempDir(t), { maxDescriptors: 160 });
+  t.after(() => till.stop());
+  // Idle connections, more than the process may hold, from shortly before the first lease renewal (a group commit) to past it.
+  await new Promise((r) => setTimeout(r, LEASE_RENEW_MS - 3000));
+  const { port } = new URL(till.url);
+  const flood = Array.from({ length: 300 }, () => connect(Number(port), '127.0.0.1').on('error', () => {}));
+  await new Promise((r) => setTimeout(r, 6000));
+  for (const socket of flood) socket.destroy();
+  await new Promise((r) => setTimeout(r, 500));
+  const health = await (await fetch(`${till.url}/healthz`)).json();
+  assert.deepEqual(health.database, { status: 'ok', error: null });
+  const res = await fetch(`${till.url}/v1/invoices`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${till.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ amount_sats: 1000 }),
+  });
+  assert.equal(res.status, 201);
 });
 
 test('a request\'s log line shows on stdout while a quiet till runs, not only when lines pile up', async (t) => {
