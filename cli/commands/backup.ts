@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
+import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, mkdtempSync, openSync, renameSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { SECRET_KEY_FILE } from '../../src/auth/secret-box.ts';
@@ -15,17 +15,39 @@ function stamp(ms: number): string {
   return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z').replace(/:/g, '-');
 }
 
-/** Makes a new folder named for now; two backups in one second (a script, a retry) get -2, -3, … */
-function makeBackupFolder(out: string, now: number): string {
+/**
+ * Where a backup is built: a hidden folder, renamed to its `till-backup-…` name
+ * only once complete, so that name never holds half a backup (a copy killed
+ * part-way restored to an empty till). One killed part-way leaves its hidden
+ * `.till-backup-…` folder, which can be deleted.
+ */
+function makePartialFolder(out: string, now: number): string {
   mkdirSync(out, { recursive: true });
+  return mkdtempSync(resolve(out, `.till-backup-${stamp(now)}-`));
+}
+
+/** Gives a complete backup its name; two backups in one second (a script, a retry) get -2, -3, … */
+function publishBackupFolder(partial: string, out: string, now: number): string {
   for (let n = 1; ; n++) {
     const target = resolve(out, `till-backup-${stamp(now)}${n === 1 ? '' : `-${n}`}`);
+    // rename(2) would replace an empty folder of that name: never another backup's, which has files.
     try {
-      mkdirSync(target, { mode: 0o700 });
+      renameSync(partial, target);
       return target;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || n >= 100) throw err;
+      const code = (err as NodeJS.ErrnoException).code;
+      if ((code !== 'EEXIST' && code !== 'ENOTEMPTY') || n >= 100) throw err;
     }
+  }
+}
+
+/** On disk before the folder is named: a power cut after the rename must not find the files' blocks missing. */
+function syncToDisk(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
   }
 }
 
@@ -39,17 +61,20 @@ export function backupCommand(): Command {
       // schema, and a mistyped --data-dir is an error, not an empty database.
       assertDatabaseExists(config.dataDir);
       const db = new Database(databasePath(config.dataDir), { readonly: true, fileMustExist: true, timeout: config.busyTimeoutMs });
-      const target = makeBackupFolder(this.opts().out, systemClock.now());
+      const now = systemClock.now();
+      const out = this.opts().out;
+      const partial = makePartialFolder(out, now);
       const key = join(config.dataDir, SECRET_KEY_FILE);
       const copied = ['till.db'];
+      let target: string;
       try {
         // One read transaction: a consistent copy while the server writes, which
         // SQLite's online backup is not sure to finish (it starts over after
         // every commit by another connection).
-        db.prepare('VACUUM INTO ?').run(join(target, 'till.db'));
-        chmodSync(join(target, 'till.db'), 0o600);
+        db.prepare('VACUUM INTO ?').run(join(partial, 'till.db'));
+        chmodSync(join(partial, 'till.db'), 0o600);
         // A backup is no running server: restored (beside the original, or after it), its lease would refuse a start.
-        const copy = new Database(join(target, 'till.db'));
+        const copy = new Database(join(partial, 'till.db'));
         try {
           dropServerLease(copy);
         } finally {
@@ -58,17 +83,21 @@ export function backupCommand(): Command {
         // Without secret.key the webhook secrets sealed in till.db cannot be read; the settings name the node and network.
         for (const name of [SECRET_KEY_FILE, ...CONFIG_FILES]) {
           if (!existsSync(join(config.dataDir, name))) continue;
-          copyFileSync(join(config.dataDir, name), join(target, name));
-          chmodSync(join(target, name), 0o600);
+          copyFileSync(join(config.dataDir, name), join(partial, name));
+          chmodSync(join(partial, name), 0o600);
           copied.push(name);
         }
+        for (const name of copied) syncToDisk(join(partial, name));
+        syncToDisk(partial);
+        target = publishBackupFolder(partial, out, now);
       } catch (err) {
         // Whole or not at all: a folder without its key would restore unreadable secrets.
-        rmSync(target, { recursive: true, force: true });
+        rmSync(partial, { recursive: true, force: true });
         throw err;
       } finally {
         db.close();
       }
+      syncToDisk(resolve(out));
       if (!copied.includes(SECRET_KEY_FILE)) process.stderr.write(`till: warning: ${key} is missing, so this backup has none: the webhook secrets in it cannot be read; rotate them after a restore (till webhooks rotate)\n`);
       emit(this.optsWithGlobals(), { path: target, files: copied }, () =>
         `backup written to ${target} (${copied.join(', ')})\nto restore: stop Till, delete till.db-wal and till.db-shm from the data directory, copy these files into it, start Till`);

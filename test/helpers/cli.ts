@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-const TILL = fileURLToPath(new URL('../../cli/till.ts', import.meta.url));
+/** The CLI's entry point, for tests that spawn it themselves. */
+export const TILL = fileURLToPath(new URL('../../cli/till.ts', import.meta.url));
 
 export interface CliResult {
   code: number | null;

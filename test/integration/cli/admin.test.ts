@@ -11,7 +11,7 @@ import { databasePath, openDatabase } from '../../../src/db/connection.ts';
 import { MIGRATIONS } from '../../../src/db/migrations/index.ts';
 import { createContext } from '../../../src/services/context.ts';
 import { DEMO_XPUB } from '../../../src/services/demo.ts';
-import { runTill, tillJson } from '../../helpers/cli.ts';
+import { runTill, TILL, tillJson } from '../../helpers/cli.ts';
 import { testTpub, testXpub } from '../../helpers/keys.ts';
 import { tempDir } from '../../helpers/temp.ts';
 import { runTillOnTerminal } from '../../helpers/terminal.ts';
@@ -381,6 +381,31 @@ describe('till backup', () => {
     assert.equal(r.code, 1);
     assert.match(r.stderr, /EISDIR/);
     assert.deepEqual(readdirSync(out), []);
+  });
+
+  test('a backup killed part-way leaves no till-backup-* folder (restored, half a copy was an empty till); the next one is whole', async (t) => {
+    const dataDir = tempDir(t);
+    const out = tempDir(t);
+    await tillJson(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir });
+    const writer = new Database(databasePath(dataDir));
+    const fill = writer.prepare('INSERT INTO meta (key, value) VALUES (?, ?)');
+    // ~80 MB: a copy that takes a while.
+    writer.transaction(() => {
+      for (let i = 0; i < 80; i++) fill.run(`fill:${i}`, 'x'.repeat(1 << 20));
+    })();
+    writer.close();
+    const child = spawn(process.execPath, [TILL, '--data-dir', dataDir, 'backup', '--out', out], { stdio: 'ignore' });
+    const exited = new Promise((r) => child.once('exit', r));
+    t.after(() => child.kill('SIGKILL'));
+    const copying = () => readdirSync(out, { recursive: true, encoding: 'utf8' }).some((f) => f.endsWith('till.db') && statSync(join(out, f)).size > 1 << 20);
+    for (let i = 0; i < 3000 && child.exitCode === null && !copying(); i++) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(child.exitCode, null, 'the backup was still copying (too quick to catch: make the database larger)');
+    child.kill('SIGKILL');
+    await exited;
+    assert.deepEqual(readdirSync(out).filter((f) => f.startsWith('till-backup-')), []);
+    const whole = await tillJson(['backup', '--out', out], { dataDir });
+    assert.match(whole.path, /\/till-backup-[^/]+$/);
+    assert.deepEqual(readdirSync(whole.path).sort(), ['secret.key', 'till.db']);
   });
 
   test('a backup taken while another connection commits all along finishes, consistent, and leaves the source as it was', async (t) => {

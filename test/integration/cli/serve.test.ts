@@ -6,10 +6,8 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { databasePath } from '../../../src/db/connection.ts';
 import { LEASE_RENEW_MS, LEASE_TTL_MS } from '../../../src/services/server-lease.ts';
-import { runTill } from '../../helpers/cli.ts';
+import { runTill, TILL } from '../../helpers/cli.ts';
 import { tempDir } from '../../helpers/temp.ts';
-
-const TILL = fileURLToPath(new URL('../../../cli/till.ts', import.meta.url));
 
 /**
  * Starts `till serve --demo` on port 0; resolves once it listens and, on a
