@@ -143,21 +143,52 @@ export function applyMempoolTx(ctx: Context, watch: WatchSet, tx: Transaction, f
   const matches = matchOutputs(ctx, watch, tx);
   if (matches.length === 0) return [];
   const txid = tx.getId();
+  const spends = spentOutpoints(tx);
   const now = ctx.clock.now();
   return writeChainChange(ctx, () => {
-    const changed = new Map<string, StoredInvoice>();
+    // Each invoice judged once, on its payments after the transaction: what it replaced and what it pays.
+    const lists = new Map<string, { inv: StoredInvoice; payments: Payment[] }>();
+    const replaced = replacedBy(ctx, txid, spends);
+    for (const inv of replaced.invoices) lists.set(inv.id, { inv, payments: withReplaced(inv.payments, replaced.txids) });
     for (const m of matches) {
-      const inv = byId(changed, ctx.repos.invoices.get(m.invoice.id)!);
-      const existing = inv.payments.find((p) => p.txid === txid && p.vout === m.vout);
+      let entry = lists.get(m.invoice.id);
+      if (!entry) {
+        const inv = ctx.repos.invoices.get(m.invoice.id)!;
+        lists.set(inv.id, (entry = { inv, payments: inv.payments }));
+      }
+      const existing = entry.payments.find((p) => p.txid === txid && p.vout === m.vout);
       // Core republishes a transaction when it is mined: never downgrade.
       if (existing && existing.status !== 'replaced') continue;
       const payment: Payment = { txid, vout: m.vout, amountSats: m.sats, status: 'mempool', confirmations: 0, blockHeight: null, blockHash: null, firstSeenAt };
-      const payments = withPayment(inv, inv.payments, payment);
-      // Read while catching up (the start's mempool pass), it is judged as of when the node first had it.
-      if (payments !== inv.payments) changed.set(inv.id, applyPayments(ctx, inv, payments, now, firstSeenAt));
+      entry.payments = withPayment(entry.inv, entry.payments, payment);
     }
-    return [...changed.values()];
+    const changed = [...lists.values()].filter((e) => e.payments !== e.inv.payments);
+    if (changed.some((e) => e.payments.some((p) => p.txid === txid && p.status === 'mempool'))) ctx.repos.mempoolSpends.record(txid, spends);
+    // Read while catching up (the start's mempool pass), it is judged as of when the node first had it.
+    return changed.map((e) => applyPayments(ctx, e.inv, e.payments, now, firstSeenAt));
   });
+}
+
+/** `<txid>:<vout>` of each output a transaction spends. */
+function spentOutpoints(tx: Transaction): string[] {
+  return tx.ins.map((i) => `${Buffer.from(i.hash).reverse().toString('hex')}:${i.index}`);
+}
+
+/**
+ * The invoices whose unconfirmed payments `txid` replaced (it spends what their
+ * transaction spent: RBF, a double spend). The node took it in their place, so
+ * they stop counting in the same judgement that counts it, never beside it.
+ */
+function replacedBy(ctx: Context, txid: string, spends: readonly string[]): { txids: Set<string>; invoices: StoredInvoice[] } {
+  const txids = ctx.repos.mempoolSpends.replacedBy(txid, spends);
+  if (txids.size === 0) return { txids, invoices: [] };
+  return { txids, invoices: ctx.repos.invoices.listWithMempoolPayments().filter((inv) => withReplaced(inv.payments, txids) !== inv.payments) };
+}
+
+/** The payments with the unconfirmed ones of `txids` marked replaced; the same array if there are none. */
+function withReplaced(payments: Payment[], txids: ReadonlySet<string>): Payment[] {
+  const hit = (p: Payment) => p.status === 'mempool' && txids.has(p.txid);
+  return payments.some(hit) ? payments.map((p) => (hit(p) ? { ...p, status: 'replaced' as const } : p)) : payments;
 }
 
 /** Where a block sits on the chain. */
@@ -169,9 +200,9 @@ export interface BlockHeader {
   time: number;
 }
 
-/** What a block on the best chain brings: where it sits, and the watched outputs it pays. */
+/** What a block on the best chain brings: where it sits, and the watched outputs it pays (with what their transaction spends). */
 export interface BlockFacts extends BlockHeader {
-  found: Array<OutputMatch & { txid: string }>;
+  found: Array<OutputMatch & { txid: string; spends: string[] }>;
 }
 
 /** The hash of the block a block builds on, in RPC byte order. */
@@ -186,7 +217,12 @@ export function readBlock(ctx: Context, watch: WatchSet, block: Block, height: n
     hash: block.getId(),
     prevHash: prevHashOf(block),
     time: block.timestamp * 1000,
-    found: (block.transactions ?? []).flatMap((tx) => matchOutputs(ctx, watch, tx).map((m) => ({ ...m, txid: tx.getId() }))),
+    found: (block.transactions ?? []).flatMap((tx) => {
+      const matches = matchOutputs(ctx, watch, tx);
+      if (matches.length === 0) return [];
+      const found = { txid: tx.getId(), spends: spentOutpoints(tx) };
+      return matches.map((m) => ({ ...m, ...found }));
+    }),
   };
 }
 
@@ -236,6 +272,12 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
       ctx.chain.blockChanges++;
       ctx.repos.chainBlocks.insert({ height: b.height, hash: b.hash, prevHash: b.prevHash }, now);
       for (const m of b.found) {
+        // Mined in place of an unconfirmed payment (a replacement Till did not see in the mempool): that one stops counting.
+        const replaced = replacedBy(ctx, m.txid, m.spends);
+        for (const inv of replaced.invoices) {
+          const entry = take(inv.id, () => inv);
+          entry.payments = withReplaced(entry.payments, replaced.txids);
+        }
         const entry = take(m.invoice.id, () => ctx.repos.invoices.get(m.invoice.id)!);
         // A payment first seen in a block (Till was down, or missed the mempool) counts from the block's time.
         const payment: Payment = { txid: m.txid, vout: m.vout, amountSats: m.sats, status: 'confirmed', confirmations: 1, blockHeight: b.height, blockHash: b.hash, firstSeenAt: Math.min(now, b.time) };
@@ -245,6 +287,7 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
       }
     }
     ctx.repos.chainBlocks.pruneBelow(tip - BLOCKS_KEPT);
+    ctx.repos.mempoolSpends.prune();
     // Depths are taken from the change's first block, not its tip: a change of many blocks (a pruned
     // stretch, a reorg) moves payments from below the tip's reach past their thresholds too.
     const base = change.connected[0]?.height ?? tip + 1;
@@ -321,10 +364,8 @@ export function reconcileMempool(ctx: Context, stillInMempool: (txid: string) =>
   const now = ctx.clock.now();
   return writeChainChange(ctx, () =>
     ctx.repos.invoices.listWithMempoolPayments().flatMap((inv) => {
-      const gone = inv.payments.filter((p) => p.status === 'mempool' && !isSimulatedPayment(inv, p.txid) && !stillInMempool(p.txid));
-      if (gone.length === 0) return [];
-      const ids = new Set(gone.map(outpointKey));
-      return [applyPayments(ctx, inv, inv.payments.map((p) => (ids.has(outpointKey(p)) ? { ...p, status: 'replaced' as const } : p)), now)];
+      const gone = new Set(inv.payments.filter((p) => p.status === 'mempool' && !isSimulatedPayment(inv, p.txid) && !stillInMempool(p.txid)).map((p) => p.txid));
+      return gone.size === 0 ? [] : [applyPayments(ctx, inv, withReplaced(inv.payments, gone), now)];
     }),
   );
 }
@@ -348,7 +389,8 @@ export function scannedBlockFacts(ctx: Context, watch: WatchSet, headers: BlockH
     if (!list) continue;
     for (const rowid of watch.candidates(Buffer.from(u.scriptHex, 'hex'))) {
       const inv = ctx.repos.invoices.getByRowid(rowid);
-      if (inv && inv.scriptHex === u.scriptHex) list.push({ invoice: inv, vout: u.vout, sats: u.sats, txid: u.txid });
+      // What it spent is not in the UTXO set: a replaced payment is found by the mempool check after the blocks.
+      if (inv && inv.scriptHex === u.scriptHex) list.push({ invoice: inv, vout: u.vout, sats: u.sats, txid: u.txid, spends: [] });
     }
   }
   return headers.map((h) => ({ ...h, found: found.get(h.height)! }));

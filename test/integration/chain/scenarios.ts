@@ -192,6 +192,42 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.deepEqual(byTxid, { [txB]: 'replaced', [txB2]: 'confirmed' });
   });
 
+  // A 0-conf store counts unconfirmed payments: were the replaced one to count until the next mempool check,
+  // 30,000 and its 30,000 fee bump would cover a 50,000 invoice (invoice.paid: "fulfil the order here").
+  test('0 conf: a fee-bumped underpayment never pays the invoice; the bump counts in place of what it replaced', async (t) => {
+    const f = await startChainFixture(t, makeNode, { confirmations: 0 });
+    const inv = await createInvoice(f);
+    const original = await f.node.pay(inv.address, 30_000, { rbf: true });
+    await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'mempool payment');
+    const bumped = await f.node.replace(original);
+    await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 2, 'the bump seen');
+    await f.till.rt.chain!.requestSync(true, 'test');
+    const after = await getInvoice(f, inv.id);
+    assert.deepEqual(Object.fromEntries(after.payments.map((p: any) => [p.txid, p.status])), { [original]: 'replaced', [bumped]: 'mempool' });
+    assert.equal(after.status, 'pending');
+    assert.equal(after.amount_received_sats, 30_000);
+    assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.payment_detected']);
+  });
+
+  for (const mined of [false, true]) {
+    test(`0 conf, Till down while an underpayment is fee-bumped${mined ? ' and the bump mined' : ''}: on start it is one payment of 30,000, not two`, async (t) => {
+      const f = await startChainFixture(t, makeNode, { confirmations: 0 });
+      const inv = await createInvoice(f);
+      const original = await f.node.pay(inv.address, 30_000, { rbf: true });
+      await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'mempool payment');
+      await f.till.rt.stop();
+      const bumped = await f.node.replace(original);
+      if (mined) await f.node.mine(1);
+      const rt2 = restartTill(t, f);
+      rt2.chain!.start();
+      await rt2.chain!.idle();
+      const stored = rt2.ctx.repos.invoices.get(inv.id)!;
+      assert.deepEqual(Object.fromEntries(stored.payments.map((p) => [p.txid, p.status])), { [original]: 'replaced', [bumped]: mined ? 'confirmed' : 'mempool' });
+      assert.equal(stored.status, 'pending');
+      assert.deepEqual(rt2.ctx.repos.events.listForInvoice(inv.id).map((e) => e.type), ['invoice.created', 'invoice.payment_detected', 'invoice.payment_detected']);
+    });
+  }
+
   test('a reorg un-confirms a payment and a later block re-confirms it', async (t) => {
     const f = await startChainFixture(t, makeNode, { confirmations: 2 });
     const inv = await createInvoice(f);
