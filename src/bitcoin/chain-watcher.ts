@@ -188,8 +188,10 @@ export class ChainWatcher {
       }
       // Only now: the blocks just read may pay invoices whose watch ended since the last prune.
       this.#pruneWatchSet();
-      await this.#checkTrackedMempool();
+      // Caught up before the mempool check: every block is read, so what it finds lost is judged as a running
+      // Till judges it (an invoice that waited for a payment now gone expires now, and its late window opens now).
       this.#ctx.chain.caughtUp = true;
+      await this.#checkTrackedMempool();
       this.#ctx.chain.tipHeight = this.#ctx.repos.chainBlocks.tip()?.height ?? info.blocks;
       this.#health = { ...this.#health, status: 'synced', tip_height: this.#ctx.chain.tipHeight, last_sync_at: new Date(this.#ctx.clock.now()).toISOString(), syncs: this.#health.syncs + 1 };
     } catch (err) {

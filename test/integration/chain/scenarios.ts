@@ -228,6 +228,38 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     });
   }
 
+  for (const how of ['double-spent in the mempool', 'double-spent by a reorg'] as const) {
+    test(`an invoice waiting past its expiry for an on-time payment ${how} while Till is down: expired when Till learns it, late window from then`, async (t) => {
+      const reorg = how === 'double-spent by a reorg';
+      const f = await startChainFixture(t, makeNode, { confirmations: reorg ? 2 : 1 });
+      const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
+      const txid = await f.node.pay(inv.address, 50_000, { rbf: true });
+      await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'mempool payment');
+      if (reorg) await mineAndSync(f); // 1 of 2 confirmations
+      f.till.clock.advance(10 * 60_000);
+      assert.equal(await expireDueInvoices(f.till.rt.ctx), 0, 'it waits for its on-time payment');
+      await f.till.rt.stop();
+      f.till.clock.advance(6 * DAY);
+      if (reorg) await f.node.reorg(1, { dropTxids: [txid] });
+      else await f.node.replace(txid, { outputs: [] });
+      f.till.clock.advance(2 * DAY);
+      const learned = f.till.clock.now();
+      const rt2 = restartTill(t, f);
+      rt2.chain!.start();
+      await rt2.chain!.idle();
+      await expireDueInvoices(rt2.ctx);
+      const stored = rt2.ctx.repos.invoices.get(inv.id)!;
+      assert.deepEqual([stored.status, stored.payments.map((p) => p.status)], ['expired', ['replaced']]);
+      assert.equal(stored.expiredAt, learned, 'not expires_at: the late window would have ended before Till came back');
+      // A day later, inside the late window that opened then: a payment makes it late_paid.
+      f.till.clock.advance(DAY);
+      await f.node.pay(inv.address, 50_000);
+      await f.node.mine(reorg ? 2 : 1);
+      await rt2.chain!.requestSync(false, 'test');
+      assert.equal(rt2.ctx.repos.invoices.get(inv.id)!.status, 'late_paid');
+    });
+  }
+
   test('a reorg un-confirms a payment and a later block re-confirms it', async (t) => {
     const f = await startChainFixture(t, makeNode, { confirmations: 2 });
     const inv = await createInvoice(f);
