@@ -159,7 +159,8 @@ export function applyMempoolTx(ctx: Context, watch: WatchSet, tx: Transaction, f
       const existing = entry.payments.find((p) => p.txid === txid && p.vout === m.vout);
       // Core republishes a transaction when it is mined: never downgrade.
       if (existing && existing.status !== 'replaced') continue;
-      const payment: Payment = { txid, vout: m.vout, amountSats: m.sats, status: 'mempool', confirmations: 0, blockHeight: null, blockHash: null, firstSeenAt };
+      const seenAt = replacementSeenAt(entry.inv, replaced.txids, matches, firstSeenAt);
+      const payment: Payment = { txid, vout: m.vout, amountSats: m.sats, status: 'mempool', confirmations: 0, blockHeight: null, blockHash: null, firstSeenAt: seenAt };
       entry.payments = withPayment(entry.inv, entry.payments, payment);
     }
     const changed = [...lists.values()].filter((e) => e.payments !== e.inv.payments);
@@ -183,6 +184,20 @@ function replacedBy(ctx: Context, txid: string, spends: readonly string[]): { tx
   const txids = ctx.repos.mempoolSpends.replacedBy(txid, spends);
   if (txids.size === 0) return { txids, invoices: [] };
   return { txids, invoices: ctx.repos.invoices.listWithMempoolPayments().filter((inv) => withReplaced(inv.payments, txids) !== inv.payments) };
+}
+
+/**
+ * When a transaction's outputs to `inv` replace its payments there (`replaced`: their txids)
+ * for no more than they paid, it was sent when they were: a fee bump of a payment stuck past
+ * the expiry is as on time as the payment. More is new money, seen when it is seen (else a
+ * fiat price could be had after its expiry by replacing a payment of a few sats).
+ */
+function replacementSeenAt(inv: StoredInvoice, replaced: ReadonlySet<string>, outputs: readonly OutputMatch[], seenAt: number): number {
+  const earlier = inv.payments.filter((p) => p.status === 'mempool' && replaced.has(p.txid));
+  if (earlier.length === 0) return seenAt;
+  const pays = outputs.reduce((sum, o) => (o.invoice.id === inv.id ? sum + o.sats : sum), 0);
+  const paid = earlier.reduce((sum, p) => sum + p.amountSats, 0);
+  return pays <= paid ? Math.min(seenAt, ...earlier.map((p) => p.firstSeenAt)) : seenAt;
 }
 
 /** The payments with the unconfirmed ones of `txids` marked replaced; the same array if there are none. */
@@ -280,7 +295,8 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
         }
         const entry = take(m.invoice.id, () => ctx.repos.invoices.get(m.invoice.id)!);
         // A payment first seen in a block (Till was down, or missed the mempool) counts from the block's time.
-        const payment: Payment = { txid: m.txid, vout: m.vout, amountSats: m.sats, status: 'confirmed', confirmations: 1, blockHeight: b.height, blockHash: b.hash, firstSeenAt: Math.min(now, b.time) };
+        const seenAt = replacementSeenAt(entry.before, replaced.txids, b.found.filter((o) => o.txid === m.txid), Math.min(now, b.time));
+        const payment: Payment = { txid: m.txid, vout: m.vout, amountSats: m.sats, status: 'confirmed', confirmations: 1, blockHeight: b.height, blockHash: b.hash, firstSeenAt: seenAt };
         const next = withPayment(entry.before, entry.payments, payment);
         if (next === entry.payments) entry.refused.push(payment);
         entry.payments = next;

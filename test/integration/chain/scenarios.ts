@@ -228,6 +228,46 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     });
   }
 
+  for (const down of [false, true]) {
+    test(`an on-time payment stuck past the expiry and fee-bumped then${down ? ' (mined while Till is down)' : ''} is as on time as it was: paid, never expired`, async (t) => {
+      const f = await startChainFixture(t, makeNode);
+      const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
+      const txid = await f.node.pay(inv.address, 50_000, { rbf: true });
+      await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'mempool payment');
+      f.till.clock.advance(10 * 60_000);
+      assert.equal(await expireDueInvoices(f.till.rt.ctx), 0, 'it waits for its on-time payment');
+      let rt = f.till.rt;
+      if (down) await rt.stop();
+      const bumped = await f.node.replace(txid);
+      if (down) {
+        await f.node.mine(1);
+        rt = restartTill(t, f);
+        rt.chain!.start();
+        await rt.chain!.idle();
+      } else {
+        await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 2, 'the bump seen');
+        assert.equal((await getInvoice(f, inv.id)).status, 'pending');
+        await mineAndSync(f);
+      }
+      const paid = rt.ctx.repos.invoices.get(inv.id)!;
+      assert.deepEqual(Object.fromEntries(paid.payments.map((p) => [p.txid, p.status])), { [txid]: 'replaced', [bumped]: 'confirmed' });
+      assert.equal(paid.status, 'paid');
+      assert.deepEqual(rt.ctx.repos.events.listForInvoice(inv.id).map((e) => e.type), ['invoice.created', 'invoice.payment_detected', 'invoice.payment_detected', 'invoice.paid']);
+    });
+  }
+
+  onFake('a replacement that pays more than the on-time payment it replaced, after the expiry, is new money: late', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
+    const txid = await f.node.pay(inv.address, 50_000, { rbf: true });
+    await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'mempool payment');
+    f.till.clock.advance(10 * 60_000);
+    await fakeOnly(f).replace(txid, { outputs: [{ address: inv.address, sats: 60_000 }] });
+    await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 2, 'the replacement seen');
+    await mineAndSync(f);
+    assert.equal((await getInvoice(f, inv.id)).status, 'late_paid');
+  });
+
   for (const how of ['double-spent in the mempool', 'double-spent by a reorg'] as const) {
     test(`an invoice waiting past its expiry for an on-time payment ${how} while Till is down: expired when Till learns it, late window from then`, async (t) => {
       const reorg = how === 'double-spent by a reorg';
