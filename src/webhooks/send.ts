@@ -31,7 +31,8 @@ function guardedLookup(allowPrivate: boolean): LookupFunction {
       const list = addresses as LookupAddress[];
       const allowed = allowPrivate ? list : list.filter((a) => !isPrivateAddress(a.address));
       if (allowed.length === 0) {
-        const e = Object.assign(new Error(`${hostname} resolves to a private address (${list[0]?.address ?? 'none'}); allow it with webhooks.allow_private`), { code: 'EPRIVATE' });
+        // Not naming the address: the error reaches whoever holds an API key, who need not learn how the host resolves names.
+        const e = Object.assign(new Error(`${hostname} resolves only to private addresses; allow them with webhooks.allow_private`), { code: 'EPRIVATE' });
         return callback(e, '', 0);
       }
       if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, allowed);

@@ -23,4 +23,7 @@ test('a header value the client refuses to send is an outcome, not an exception'
 test('a private address is refused before connecting unless allowed', async () => {
   const result = await sendWebhook({ ...base, url: 'http://127.0.0.1:9/hooks', allowPrivate: false });
   assert.match(result.error ?? '', /127\.0\.0\.1 is a private address/);
+  // A name that resolves privately: refused at connect time, without saying to what (an API key holder reads the error).
+  const named = await sendWebhook({ ...base, url: 'http://localhost:9/hooks', allowPrivate: false });
+  assert.equal(named.error, 'localhost resolves only to private addresses; allow them with webhooks.allow_private');
 });
