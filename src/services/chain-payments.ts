@@ -134,10 +134,6 @@ function applyPayments(ctx: Context, inv: StoredInvoice, payments: Payment[], no
   return saved;
 }
 
-function byId(changed: Map<string, StoredInvoice>, inv: StoredInvoice): StoredInvoice {
-  return changed.get(inv.id) ?? inv;
-}
-
 /** A transaction seen in the mempool (ZMQ rawtx or the catch-up scan). */
 export function applyMempoolTx(ctx: Context, watch: WatchSet, tx: Transaction, firstSeenAt: number): StoredInvoice[] {
   const matches = matchOutputs(ctx, watch, tx);
