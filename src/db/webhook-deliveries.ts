@@ -57,12 +57,12 @@ export const SET_ASIDE = { disabled: 'endpoint disabled', deleted: 'endpoint del
 
 // An attempt's outcome is written as plain statements (see statementsToFinishAttempt).
 // They act while the delivery is still attempting, or when its endpoint was
-// disabled or deleted while the attempt was on the wire (set aside after it
-// started): the attempt is history all the same, and an answered one means the
-// receiver has the event. The attempt row is numbered from the delivery's own
-// count, so a second outcome for the same attempt (a replay raced it) changes nothing.
-const SET_ASIDE_DURING = `status = 'dead_letter' AND completed_at >= @startedAt
-  AND last_error IN ('${SET_ASIDE.disabled}', '${SET_ASIDE.deleted}')`;
+// disabled or deleted while the attempt was under way (set aside once the
+// worker had taken it): the attempt is history all the same, and an answered
+// one means the receiver has the event. The attempt row is numbered from the
+// delivery's own count, so a second outcome for the same attempt (a replay
+// raced it) changes nothing.
+const SET_ASIDE_DURING = `status = 'dead_letter' AND last_error IN ('${SET_ASIDE.disabled}', '${SET_ASIDE.deleted}')`;
 const RECORD_ATTEMPT_SQL = `INSERT INTO webhook_attempts (delivery_id, n, started_at, duration_ms, status_code, error, response_body)
   SELECT id, total_attempts + 1, @startedAt, @durationMs, @statusCode, @error, @responseBody
   FROM webhook_deliveries WHERE id = @id AND (status = 'attempting' OR (${SET_ASIDE_DURING}))`;
@@ -153,7 +153,7 @@ export function createWebhookDeliveriesRepo(db: Db) {
         { sql: RECORD_ATTEMPT_SQL, params: { id, ...a } },
         {
           sql: FINISH_SET_ASIDE_ATTEMPT_SQL,
-          params: { id, status: next.status, completedAt: next.completedAt, startedAt: a.startedAt, lastAttemptAt: a.startedAt, lastStatusCode: a.statusCode, responseBody: a.responseBody },
+          params: { id, status: next.status, completedAt: next.completedAt, lastAttemptAt: a.startedAt, lastStatusCode: a.statusCode, responseBody: a.responseBody },
         },
         {
           sql: FINISH_ATTEMPT_SQL,
