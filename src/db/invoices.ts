@@ -165,6 +165,9 @@ export function createInvoicesRepo(db: Db) {
   const withMempoolPayments = db.prepare<[], InvoiceRow>(
     "SELECT rowid, * FROM invoices WHERE id IN (SELECT invoice_id FROM payments WHERE status = 'mempool')",
   );
+  const withMempoolPaymentsOf = db.prepare<[string], InvoiceRow>(
+    "SELECT rowid, * FROM invoices WHERE id IN (SELECT invoice_id FROM payments WHERE txid IN (SELECT value FROM json_each(?)) AND status = 'mempool')",
+  );
   const withBlockPayments = db.prepare<[string], InvoiceRow>(
     'SELECT rowid, * FROM invoices WHERE id IN (SELECT invoice_id FROM payments WHERE block_hash = ?)',
   );
@@ -270,6 +273,10 @@ export function createInvoicesRepo(db: Db) {
     },
     listWithMempoolPayments(): StoredInvoice[] {
       return loadMany(withMempoolPayments.all());
+    },
+    /** The invoices with an unconfirmed payment in one of these transactions. */
+    listWithMempoolPaymentsOf(txids: readonly string[]): StoredInvoice[] {
+      return loadMany(withMempoolPaymentsOf.all(JSON.stringify(txids)));
     },
     listWithPaymentsInBlock(hash: string): StoredInvoice[] {
       return loadMany(withBlockPayments.all(hash));

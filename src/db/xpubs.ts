@@ -71,11 +71,11 @@ export function createXpubsRepo(db: Db) {
     'UPDATE xpubs SET last_funded_index = MAX(COALESCE(last_funded_index, -1), ?), last_funded_at = ? WHERE id = ? AND ? >= 0',
   );
   // Read from the payments side: invoices have no index by xpub, and counting payments are few next to invoices.
-  const recountFunding = db.prepare<{ id: string }>(
+  const recountFunding = db.prepare<{ id: string; index: number }>(
     `UPDATE xpubs SET
        last_funded_index = (SELECT MAX(i.address_index) FROM payments p JOIN invoices i ON i.id = p.invoice_id WHERE p.status <> 'replaced' AND i.xpub_id = @id),
        last_funded_at = (SELECT MAX(p.first_seen_at) FROM payments p JOIN invoices i ON i.id = p.invoice_id WHERE p.status <> 'replaced' AND i.xpub_id = @id)
-     WHERE id = @id`,
+     WHERE id = @id AND last_funded_index = @index`,
   );
   return {
     get(id: string): XpubRecord | null {
@@ -114,9 +114,9 @@ export function createXpubsRepo(db: Db) {
     recordFunding(id: string, index: number, at: number): void {
       recordFunding.run(index, at, id, index);
     },
-    /** Funding as the payments that still count tell it: after one stopped counting (replaced, dropped by a reorg) or counts again. */
-    recountFunding(id: string): void {
-      recountFunding.run({ id });
+    /** Funding as the payments that still count tell it, if `index` was the highest funded: its payments stopped counting (replaced, dropped by a reorg). */
+    recountFunding(id: string, index: number): void {
+      recountFunding.run({ id, index });
     },
   };
 }

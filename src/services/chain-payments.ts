@@ -121,16 +121,17 @@ function applyPayments(ctx: Context, inv: StoredInvoice, payments: Payment[], no
     ctx.repos.invoices.touch(inv.id, watchUntil(invoice));
     return { ...inv, version: inv.version + 1 };
   }
-  const known = new Set(inv.payments.map(outpointKey));
+  const countedBefore = new Map(inv.payments.map((p) => [outpointKey(p), isCounting(p)]));
   for (const p of payments) {
-    // Gap-limit bookkeeping: this index of the xpub is funded.
-    if (!known.has(outpointKey(p))) ctx.repos.xpubs.recordFunding(inv.xpubId, inv.addressIndex, now);
+    // Gap-limit bookkeeping: a new payment funds this index of the xpub, and so does one that counts
+    // again (back in the mempool, or mined after all).
+    if (isCounting(p) && countedBefore.get(outpointKey(p)) !== true) ctx.repos.xpubs.recordFunding(inv.xpubId, inv.addressIndex, now);
   }
   const saved = saveTransition(ctx, inv, invoice, events);
-  // A payment that stopped counting no longer funds its index (a wallet scanning the chain never sees it); one
-  // that counts again (back in the mempool, or mined after all) funds it again.
-  const countedBefore = new Map(inv.payments.map((p) => [outpointKey(p), isCounting(p)]));
-  if (payments.some((p) => (countedBefore.get(outpointKey(p)) ?? isCounting(p)) !== isCounting(p))) ctx.repos.xpubs.recountFunding(inv.xpubId);
+  // Payments that stopped counting no longer fund the index (a wallet scanning the chain never sees them): the
+  // highest funded index can move down only when nothing here counts any more and it was this one (a recount
+  // reads every payment of the xpub, so it is kept to that case).
+  if (inv.payments.some(isCounting) && !payments.some(isCounting)) ctx.repos.xpubs.recountFunding(inv.xpubId, inv.addressIndex);
   return saved;
 }
 
@@ -159,8 +160,9 @@ export function applyMempoolTx(ctx: Context, watch: WatchSet, tx: Transaction, f
       const payment: Payment = { txid, vout: m.vout, amountSats: m.sats, status: 'mempool', confirmations: 0, blockHeight: null, blockHash: null, firstSeenAt: seenAt };
       entry.payments = withPayment(entry.inv, entry.payments, payment);
     }
+    // Each time, not only when new: a payment back in the mempool after a reorg, or known from before migration 0007.
+    ctx.repos.paymentSpends.record(txid, spends);
     const changed = [...lists.values()].filter((e) => e.payments !== e.inv.payments);
-    if (changed.some((e) => e.payments.some((p) => p.txid === txid && p.status === 'mempool'))) ctx.repos.mempoolSpends.record(txid, spends);
     // Read while catching up (the start's mempool pass), it is judged as of when the node first had it.
     return changed.map((e) => applyPayments(ctx, e.inv, e.payments, now, firstSeenAt));
   });
@@ -172,14 +174,14 @@ function spentOutpoints(tx: Transaction): string[] {
 }
 
 /**
- * The invoices whose unconfirmed payments `txid` replaced (it spends what their
- * transaction spent: RBF, a double spend). The node took it in their place, so
- * they stop counting in the same judgement that counts it, never beside it.
+ * The payments' transactions `txid` conflicts with (it spends what they spent:
+ * RBF, a double spend), and the invoices where they are unconfirmed. The node
+ * took `txid` in their place, so they stop counting in the same judgement that
+ * counts it, never beside it.
  */
 function replacedBy(ctx: Context, txid: string, spends: readonly string[]): { txids: Set<string>; invoices: StoredInvoice[] } {
-  const txids = ctx.repos.mempoolSpends.replacedBy(txid, spends);
-  if (txids.size === 0) return { txids, invoices: [] };
-  return { txids, invoices: ctx.repos.invoices.listWithMempoolPayments().filter((inv) => withReplaced(inv.payments, txids) !== inv.payments) };
+  const txids = ctx.repos.paymentSpends.conflicting(txid, spends);
+  return { txids, invoices: txids.size === 0 ? [] : ctx.repos.invoices.listWithMempoolPaymentsOf([...txids]) };
 }
 
 /**
@@ -285,10 +287,12 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
       for (const m of b.found) {
         // Mined in place of an unconfirmed payment (a replacement Till did not see in the mempool): that one stops counting.
         const replaced = replacedBy(ctx, m.txid, m.spends);
-        for (const inv of replaced.invoices) {
-          const entry = take(inv.id, () => inv);
-          entry.payments = withReplaced(entry.payments, replaced.txids);
+        if (replaced.txids.size > 0) {
+          for (const inv of replaced.invoices) take(inv.id, () => inv);
+          // The touched ones too: a payment this change put back in the mempool (a reorg) is not yet so in the database.
+          for (const e of touched.values()) e.payments = withReplaced(e.payments, replaced.txids);
         }
+        ctx.repos.paymentSpends.record(m.txid, m.spends);
         const entry = take(m.invoice.id, () => ctx.repos.invoices.get(m.invoice.id)!);
         // A payment first seen in a block (Till was down, or missed the mempool) counts from the block's time.
         const seenAt = replacementSeenAt(entry.before, replaced.txids, b.found.filter((o) => o.txid === m.txid), Math.min(now, b.time));
@@ -299,7 +303,6 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
       }
     }
     ctx.repos.chainBlocks.pruneBelow(tip - BLOCKS_KEPT);
-    ctx.repos.mempoolSpends.prune();
     // Depths are taken from the change's first block, not its tip: a change of many blocks (a pruned
     // stretch, a reorg) moves payments from below the tip's reach past their thresholds too.
     const base = change.connected[0]?.height ?? tip + 1;
@@ -309,7 +312,7 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
     // Invoices with recent payments may cross their confirmation threshold now.
     for (const inv of ctx.repos.invoices.listWithPaymentsFromHeight(base - STATE_DEPTH + 1)) take(inv.id, () => inv);
     const lastTime = change.connected.at(-1)?.time ?? now;
-    return [...touched.values()].map(({ before, payments, refused }) => {
+    const changed = [...touched.values()].map(({ before, payments, refused }) => {
       const counted = countedAt(payments, tip, countedFrom);
       // Judged at a block's time only while catching up (applyPayments), and only a pending or expired
       // invoice can settle: spare the rest the search (with one block, there is nothing to search).
@@ -317,6 +320,9 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
       const heldAt = (search ? settlingBlockTime(before, counted, change.connected, now) : null) ?? lastTime;
       return applyPayments(ctx, before, countedAt(withLateJoiners(ctx, before, counted, refused, heldAt, now), tip, countedFrom), now, heldAt);
     });
+    // After the payments are saved: one this change put back in the mempool keeps what it spends.
+    ctx.repos.paymentSpends.prune(tip - BLOCKS_KEPT);
+    return changed;
   });
 }
 
@@ -401,7 +407,7 @@ export function scannedBlockFacts(ctx: Context, watch: WatchSet, headers: BlockH
     if (!list) continue;
     for (const rowid of watch.candidates(Buffer.from(u.scriptHex, 'hex'))) {
       const inv = ctx.repos.invoices.getByRowid(rowid);
-      // What it spent is not in the UTXO set: a replaced payment is found by the mempool check after the blocks.
+      // What it spent is not in the UTXO set: a payment it replaced is found by the mempool check after the blocks.
       if (inv && inv.scriptHex === u.scriptHex) list.push({ invoice: inv, vout: u.vout, sats: u.sats, txid: u.txid, spends: [] });
     }
   }

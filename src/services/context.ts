@@ -7,8 +7,8 @@ import { createApiKeysRepo } from '../db/api-keys.ts';
 import { createEventsRepo } from '../db/events.ts';
 import { createIdempotencyRepo } from '../db/idempotency.ts';
 import { createInvoicesRepo } from '../db/invoices.ts';
-import { createMempoolSpendsRepo } from '../db/mempool-spends.ts';
 import { createMetaRepo } from '../db/meta.ts';
+import { createPaymentSpendsRepo } from '../db/payment-spends.ts';
 import { createStoresRepo } from '../db/stores.ts';
 import { createWriteQueue, type WriteQueue } from '../db/write-queue.ts';
 import { createXpubsRepo } from '../db/xpubs.ts';
@@ -63,7 +63,7 @@ function createRepos(db: Db) {
     webhookEndpoints: createWebhookEndpointsRepo(db),
     webhookDeliveries: createWebhookDeliveriesRepo(db),
     chainBlocks: createChainBlocksRepo(db),
-    mempoolSpends: createMempoolSpendsRepo(db),
+    paymentSpends: createPaymentSpendsRepo(db),
   };
 }
 

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import Database from 'better-sqlite3';
 import { ManualClock } from '../../../src/clock.ts';
+import { databasePath } from '../../../src/db/connection.ts';
 import type { StoredInvoice } from '../../../src/db/invoices.ts';
 import { expireDueInvoices } from '../../../src/services/invoices.ts';
 import { addXpub } from '../../../src/services/xpubs.ts';
@@ -207,6 +209,42 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.equal(after.status, 'pending');
     assert.equal(after.amount_received_sats, 30_000);
     assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.payment_detected']);
+  });
+
+  test('0 conf: an underpayment a reorg put back in the mempool, then fee-bumped, never pays the invoice', async (t) => {
+    const f = await startChainFixture(t, makeNode, { confirmations: 0 });
+    const inv = await createInvoice(f);
+    const original = await f.node.pay(inv.address, 30_000, { rbf: true });
+    await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'mempool payment');
+    await mineAndSync(f);
+    await f.node.reorg(1, { leaveInMempool: [original] });
+    await synced(f);
+    await waitFor(async () => (await getInvoice(f, inv.id)).payments[0].status === 'mempool', 'back in the mempool');
+    const bumped = await f.node.replace(original);
+    await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 2, 'the bump seen');
+    const after = await getInvoice(f, inv.id);
+    assert.deepEqual(Object.fromEntries(after.payments.map((p: any) => [p.txid, p.status])), { [original]: 'replaced', [bumped]: 'mempool' });
+    assert.equal(after.status, 'pending');
+    assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.payment_detected']);
+  });
+
+  test('0 conf: an unconfirmed payment known from before Till kept what payments spend (migration 0007), fee-bumped after a restart, never pays the invoice', async (t) => {
+    const f = await startChainFixture(t, makeNode, { confirmations: 0 });
+    const inv = await createInvoice(f);
+    const original = await f.node.pay(inv.address, 30_000, { rbf: true });
+    await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'mempool payment');
+    await f.till.rt.stop();
+    const db = new Database(databasePath(f.till.config.dataDir));
+    db.exec('DELETE FROM payment_spends');
+    db.close();
+    const rt2 = restartTill(t, f);
+    rt2.chain!.start();
+    await rt2.chain!.idle();
+    const bumped = await f.node.replace(original);
+    await waitFor(async () => rt2.ctx.repos.invoices.get(inv.id)!.payments.length === 2, 'the bump seen');
+    const stored = rt2.ctx.repos.invoices.get(inv.id)!;
+    assert.deepEqual(Object.fromEntries(stored.payments.map((p) => [p.txid, p.status])), { [original]: 'replaced', [bumped]: 'mempool' });
+    assert.equal(stored.status, 'pending');
   });
 
   for (const mined of [false, true]) {
