@@ -1,7 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
-import { parse as parseToml } from 'smol-toml';
+import { parse as parseToml, stringify as stringifyToml } from 'smol-toml';
 import { parseRateSources } from './rates/provider.ts';
 
 // One table describes every setting: its file key, environment variable and
@@ -281,6 +281,28 @@ export function loadConfig(opts: LoadOptions = {}): Config {
   }
   config.dataDir = dataDir;
   return config as unknown as Config;
+}
+
+/** The settings that differ from the defaults, as till.toml nests them; `masked` for printing (secrets as in `config show`). */
+export function settingsTable(config: Config, masked = false): Record<string, unknown> {
+  const table: Record<string, unknown> = {};
+  for (const s of SETTINGS) {
+    if (s.key === 'dataDir' || config[s.key] === DEFAULTS[s.key]) continue;
+    const parts = s.file.split('.');
+    let at = table;
+    for (const part of parts.slice(0, -1)) at = (at[part] ??= {}) as Record<string, unknown>;
+    at[parts.at(-1)!] = masked && s.secret ? '********' : config[s.key];
+  }
+  return table;
+}
+
+/** Writes the data directory's till.toml with the settings of `config` that differ from the defaults; returns its path. */
+export function writeSettingsFile(config: Config, comment: string): string {
+  const path = join(config.dataDir, 'till.toml');
+  writeFileSync(path, `# ${comment} Every setting: docs/CONFIG.md\n${stringifyToml(settingsTable(config))}\n`, { mode: 0o600 });
+  // The mode above applies to a new file only: one replaced (init --force) may hold an RPC password now.
+  chmodSync(path, 0o600);
+  return path;
 }
 
 /** The config as printed by `till config show`: secrets masked. */

@@ -1,12 +1,11 @@
 import * as p from '@clack/prompts';
 import { Command } from 'commander';
-import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { stringify } from 'smol-toml';
 import { Bitcoind } from '../../src/bitcoin/bitcoind.ts';
 import { cookiePathFor, createRpcClient, rpcUrlFor } from '../../src/bitcoin/node-connection.ts';
 import { systemClock } from '../../src/clock.ts';
-import { DEFAULTS, NETWORKS, SETTINGS, type Config } from '../../src/config.ts';
+import { NETWORKS, SETTINGS, settingsTable, writeSettingsFile, type Config } from '../../src/config.ts';
 import { openDatabase } from '../../src/db/connection.ts';
 import { mintApiKey } from '../../src/services/api-keys.ts';
 import { createContext } from '../../src/services/context.ts';
@@ -19,19 +18,6 @@ import { emit } from '../output.ts';
 // First-time setup. On a terminal it asks; with --yes (or no terminal, as in
 // scripts) it takes the flags and environment as they are. Either way it
 // writes till.toml with the settings that differ from the defaults.
-
-/** The settings that differ from the defaults, as till.toml nests them; `masked` for printing (secrets as in `config show`). */
-function fileTable(config: Config, masked = false): Record<string, unknown> {
-  const table: Record<string, unknown> = {};
-  for (const s of SETTINGS) {
-    if (s.key === 'dataDir' || config[s.key] === DEFAULTS[s.key]) continue;
-    const parts = s.file.split('.');
-    let at = table;
-    for (const part of parts.slice(0, -1)) at = (at[part] ??= {}) as Record<string, unknown>;
-    at[parts.at(-1)!] = masked && s.secret ? '********' : config[s.key];
-  }
-  return table;
-}
 
 /** What setup has written so far, for an honest message if it is stopped. */
 const written: string[] = [];
@@ -135,15 +121,12 @@ export function initCommand(): Command {
       const interactive = !o.yes && process.stdin.isTTY && process.stdout.isTTY;
       if (interactive) config = await ask(config);
       mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-      writeFileSync(path, `# Written by till init. Every setting: docs/CONFIG.md\n${stringify(fileTable(config))}\n`, { mode: 0o600 });
-      // The mode above applies to a new file only: one replaced with --force may hold an RPC password now.
-      chmodSync(path, 0o600);
-      written.push(path);
+      written.push(writeSettingsFile(config, 'Written by till init.'));
       if (interactive) {
         await firstStore(config);
         p.outro(`Wrote ${path}. Start Till with: npm run till -- serve --data-dir ${config.dataDir}`);
       } else {
-        emit(this.optsWithGlobals(), { path, settings: fileTable(config, true) }, () => `wrote ${path}`);
+        emit(this.optsWithGlobals(), { path, settings: settingsTable(config, true) }, () => `wrote ${path}`);
       }
     });
 }

@@ -3,7 +3,7 @@ import { createApp } from '../../src/http/app.ts';
 import { createRequestLog } from '../../src/http/middleware/request-context.ts';
 import { listen } from '../../src/http/server.ts';
 import { createRuntime } from '../../src/runtime.ts';
-import { seedDemo } from '../../src/services/demo.ts';
+import { seedDemo, writeDemoSettings } from '../../src/services/demo.ts';
 import { configFrom } from '../context.ts';
 import { fail } from '../output.ts';
 
@@ -34,6 +34,7 @@ export function serveCommand(): Command {
       }
       // Only once bound: the demo's API key is shown once, so it is made when it can be shown.
       const demo = this.opts().demo ? seedDemo(rt.ctx) : null;
+      const demoSettings = demo && writeDemoSettings(config.dataDir);
       // With port 0 or no public URL, links point at the address actually bound.
       if (!config.publicUrl) rt.ctx.baseUrl = server.url;
       rt.logger.info({ url: server.url, network: config.network, data_dir: config.dataDir }, 'till listening');
@@ -42,7 +43,8 @@ export function serveCommand(): Command {
         process.stdout.write(
           `\nDemo store ${demo.storeId} created (test mode). Its API key, shown once:\n\n  ${demo.apiKey}\n\n` +
             `The secret that signs deliveries to invoices' callback_url (docs/WEBHOOKS.md), shown once:\n\n  ${demo.callbackSecret}\n\n` +
-            `Try: curl -s ${server.url}/v1/invoices -H "Authorization: Bearer ${demo.apiKey}" -H "Content-Type: application/json" -d '{"amount_sats": 10000}'\n`,
+            `Try: curl -s ${server.url}/v1/invoices -H "Authorization: Bearer ${demo.apiKey}" -H "Content-Type: application/json" -d '{"amount_sats": 10000}'\n` +
+            (demoSettings ? `\nThe demo's settings are in ${demoSettings}: CLI commands on this data directory use them (npm run till -- --help).\n` : ''),
         );
       }
       let stopping = false;

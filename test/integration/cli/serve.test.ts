@@ -76,6 +76,12 @@ test('npm start path: serve --demo on a fresh data dir creates a demo store and 
   const health = await (await fetch(`${till.url}/healthz`)).json();
   assert.equal(health.status, 'ok');
   assert.equal(health.chain.status, 'disabled');
+  // The CLI on the demo's data directory takes its settings (the defaults are a mainnet till, which it would refuse).
+  assert.match(till.output(), new RegExp(`The demo's settings are in ${dataDir}/till.toml`));
+  const stores = await runTill(['store', 'list'], { dataDir });
+  assert.equal(stores.code, 0, stores.stderr);
+  assert.match(stores.stdout, /Demo Store/);
+  assert.match((await runTill(['config', 'show'], { dataDir })).stdout, /network\s+regtest/);
 });
 
 test('a flood of connections using up the descriptors while the first group commit runs does not stop Till once it is over', async (t) => {
