@@ -31,6 +31,8 @@ const BODY: ErrorCode[] = ['validation_error', 'unsupported_media_type', 'payloa
 const NO_QUERY: ErrorCode[] = ['validation_error'];
 /** A write refused below the disk floor, or after the database failed. */
 const WRITE_503: ErrorCode[] = ['disk_full', 'database_unavailable'];
+/** Actions without parameters: no body, an empty one or `{}`; a field is refused by name. */
+const NO_PARAMS = { required: false, ...json({ type: 'object', additionalProperties: false, maxProperties: 0 }) };
 const idParam = (name: string, description: string) => ({ name, in: 'path', required: true, schema: { type: 'string' }, description });
 
 const invoiceProperties = {
@@ -213,7 +215,8 @@ export const OPENAPI_DOCUMENT = {
         summary: 'Cancel a pending invoice',
         security: bearer,
         parameters: [invoiceId],
-        responses: { '200': { description: 'cancelled', ...json(ref('Invoice')) }, ...errors(...AUTH, ...NO_QUERY, 'invoice_not_cancellable', ...WRITE_503) },
+        requestBody: NO_PARAMS,
+        responses: { '200': { description: 'cancelled', ...json(ref('Invoice')) }, ...errors(...AUTH, ...BODY, 'invoice_not_cancellable', ...WRITE_503) },
       },
     },
     '/v1/invoices/{id}/simulate': {
@@ -250,13 +253,13 @@ export const OPENAPI_DOCUMENT = {
       delete: { summary: 'Delete an endpoint', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'deleted' }, ...errors(...AUTH, ...NO_QUERY, 'gone', ...WRITE_503) } },
     },
     '/v1/stores/{id}/webhooks/{wid}/rotate-secret': {
-      post: { summary: 'New signing secret; the previous one stays valid 24 h', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'with the new secret', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...NO_QUERY, 'gone', ...WRITE_503) } },
+      post: { summary: 'New signing secret; the previous one stays valid 24 h', security: bearer, parameters: [storeId, endpointId], requestBody: NO_PARAMS, responses: { '200': { description: 'with the new secret', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...BODY, 'gone', ...WRITE_503) } },
     },
     '/v1/stores/{id}/webhooks/{wid}/test': {
-      post: { summary: 'Send a synthetic webhook.test now; answered after the first attempt', security: bearer, parameters: [storeId, endpointId], responses: { '201': { description: 'the delivery', ...json(ref('WebhookDelivery')) }, ...errors(...AUTH, ...NO_QUERY, 'gone', ...WRITE_503) } },
+      post: { summary: 'Send a synthetic webhook.test now; answered after the first attempt', security: bearer, parameters: [storeId, endpointId], requestBody: NO_PARAMS, responses: { '201': { description: 'the delivery', ...json(ref('WebhookDelivery')) }, ...errors(...AUTH, ...BODY, 'gone', ...WRITE_503) } },
     },
     '/v1/stores/{id}/callback-secret/rotate': {
-      post: { summary: "Rotate the secret that signs deliveries to invoices' callback_url", security: bearer, parameters: [storeId], responses: { '200': { description: 'with the new secret' }, ...errors(...AUTH, ...NO_QUERY, ...WRITE_503) } },
+      post: { summary: "Rotate the secret that signs deliveries to invoices' callback_url", security: bearer, parameters: [storeId], requestBody: NO_PARAMS, responses: { '200': { description: 'with the new secret' }, ...errors(...AUTH, ...BODY, ...WRITE_503) } },
     },
     '/v1/stores/{id}/test-invoice': {
       post: { summary: 'Dashboard endpoint (session cookie, spec 5): Till has no dashboard, so this is always 401 auth_required; create test invoices at POST /v1/invoices with a test key', parameters: [idParam('id', 'store id (sto_…)')], responses: errors('auth_required') },

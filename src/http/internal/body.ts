@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { H3Event } from 'h3';
-import { ApiError } from '../../domain/errors.ts';
+import { ApiError, unknownName } from '../../domain/errors.ts';
 import { assertNoQuery } from './query.ts';
 
 export const MAX_JSON_BODY_BYTES = 64 * 1024;
@@ -20,13 +20,25 @@ export const MAX_JSON_DEPTH = 32;
  */
 export async function readJsonObject(event: H3Event, maxBytes = MAX_JSON_BODY_BYTES): Promise<{ value: Record<string, unknown>; raw: string }> {
   assertNoQuery(event.url.search);
+  assertJsonType(event);
+  const raw = await readBody(event, maxBytes);
+  return { value: parseJsonObject(raw), raw };
+}
+
+function assertJsonType(event: H3Event): void {
   const type = event.req.headers.get('content-type') ?? '';
   if (!/^application\/json\s*(;|$)/i.test(type)) {
     throw new ApiError('unsupported_media_type', 'the request body must be JSON with Content-Type: application/json');
   }
+}
+
+async function readBody(event: H3Event, maxBytes: number): Promise<string> {
   const declared = Number(event.req.headers.get('content-length') ?? '0');
   if (declared > maxBytes) throw tooLarge(maxBytes);
-  const raw = await readLimited(event, maxBytes);
+  return readLimited(event, maxBytes);
+}
+
+function parseJsonObject(raw: string): Record<string, unknown> {
   let value: unknown;
   try {
     value = JSON.parse(raw);
@@ -39,7 +51,21 @@ export async function readJsonObject(event: H3Event, maxBytes = MAX_JSON_BODY_BY
   if (exceedsDepth(value, MAX_JSON_DEPTH)) {
     throw new ApiError('validation_error', `the request body is nested more than ${MAX_JSON_DEPTH} levels deep`, { param: 'body' });
   }
-  return { value: value as Record<string, unknown>, raw };
+  return value as Record<string, unknown>;
+}
+
+/**
+ * For an action that takes no parameters (cancel, rotate, test): no body, an
+ * empty one, or `{}`. Anything else is refused as a body would be, a field by
+ * name: a parameter sent to such a route must not be ignored in silence.
+ */
+export async function readNoParams(event: H3Event): Promise<void> {
+  assertNoQuery(event.url.search);
+  const raw = await readBody(event, MAX_JSON_BODY_BYTES);
+  if (raw === '') return;
+  assertJsonType(event);
+  const field = Object.keys(parseJsonObject(raw))[0];
+  if (field !== undefined) throw unknownName('field', field);
 }
 
 /** Whether objects and arrays nest deeper than max; iterative, so any depth is safe to ask about. */

@@ -10,7 +10,7 @@ import { cancelInvoice, createInvoice, getInvoiceFor, hashRequest, simulateInvoi
 import { requireApiKey, requireApiKeyOf } from '../middleware/auth.ts';
 import { SlidingWindowLimiter } from '../middleware/rate-limit.ts';
 import { readsDone } from '../internal/after-reads.ts';
-import { readJsonObject } from '../internal/body.ts';
+import { readJsonObject, readNoParams } from '../internal/body.ts';
 import { assertNoQuery } from '../internal/query.ts';
 import type { DirectGets } from '../internal/direct-get.ts';
 import { InvoiceViewCache } from '../internal/invoice-view-cache.ts';
@@ -93,7 +93,7 @@ export function registerInvoiceRoutes(app: H3, rt: Runtime, direct: DirectGets):
   defineRoute(app, '/v1/invoices/:id/cancel', {
     POST: async (event) => {
       const caller = requireApiKey(event, ctx);
-      assertNoQuery(event.url.search);
+      await readNoParams(event);
       return invoiceView(await cancelInvoice(ctx, caller, routeParam(event, 'id')), ctx.baseUrl);
     },
   });

@@ -15,7 +15,7 @@ import {
 } from '../../services/webhooks.ts';
 import { runRequestedWrite } from '../../services/disk.ts';
 import { requireApiKey } from '../middleware/auth.ts';
-import { readJsonObject } from '../internal/body.ts';
+import { readJsonObject, readNoParams } from '../internal/body.ts';
 import { assertNoQuery } from '../internal/query.ts';
 import { defineRoute, routeParam } from '../internal/route.ts';
 
@@ -73,6 +73,7 @@ export function registerWebhookRoutes(app: H3, rt: Runtime): void {
   defineRoute(app, '/v1/stores/:id/webhooks/:wid/rotate-secret', {
     POST: async (event) => {
       const { storeId, wid } = ownEndpoint(event);
+      await readNoParams(event);
       const { endpoint, secret } = await runRequestedWrite(ctx, () => rotateEndpointSecret(ctx, storeId, wid));
       return { ...endpointView(endpoint), secret };
     },
@@ -81,6 +82,7 @@ export function registerWebhookRoutes(app: H3, rt: Runtime): void {
   defineRoute(app, '/v1/stores/:id/webhooks/:wid/test', {
     POST: async (event) => {
       const { storeId, wid } = ownEndpoint(event);
+      await readNoParams(event);
       const id = await runRequestedWrite(ctx, () => queueTestDelivery(ctx, storeId, wid));
       // Answered after the first attempt, so the caller sees the receiver's response at once.
       await rt.webhooks.deliverNow(id);
@@ -92,6 +94,7 @@ export function registerWebhookRoutes(app: H3, rt: Runtime): void {
   defineRoute(app, '/v1/stores/:id/callback-secret/rotate', {
     POST: async (event) => {
       const storeId = ownStore(event);
+      await readNoParams(event);
       const { secret, previousExpiresAt } = await runRequestedWrite(ctx, () => rotateCallbackSecret(ctx, storeId));
       return { object: 'callback_secret', secret, previous_secret_expires_at: previousExpiresAt === null ? null : new Date(previousExpiresAt).toISOString() };
     },

@@ -62,6 +62,26 @@ for (const transport of TRANSPORTS) {
       assertError(again, 409, 'invoice_not_cancellable');
     });
 
+    test('cancel takes no parameters: none, an empty body or {} cancels; a field, another type or bad JSON is refused, nothing written', async () => {
+      const s = setupStore(till());
+      const inv = assertInvoice(await postInvoice(till(), s.key, { amount_sats: 1000 }));
+      const path = `/v1/invoices/${inv.id}/cancel`;
+      const json = { 'content-type': 'application/json' };
+      for (const [opts, status, code, param] of [
+        [{ body: { reason: 'out of stock' } }, 400, 'validation_error', 'reason'],
+        [{ rawBody: 'hello', headers: { 'content-type': 'text/plain' } }, 415, 'unsupported_media_type', undefined],
+        [{ rawBody: '{bad', headers: json }, 400, 'validation_error', 'body'],
+      ] as const) {
+        const res = await assertWritesNothing(till(), () => call(till(), 'POST', path, { key: s.key, ...opts }));
+        const error = assertError(res, status, code);
+        assert.equal(error.param, param);
+      }
+      for (const opts of [{ rawBody: '', headers: json }, { body: {} }, {}]) {
+        const other = assertInvoice(await postInvoice(till(), s.key, { amount_sats: 1000 }));
+        assert.equal(assertInvoice(await call(till(), 'POST', `/v1/invoices/${other.id}/cancel`, { key: s.key, ...opts }), 200).status, 'cancelled');
+      }
+    });
+
     test('paid, late_paid and expired invoices -> 409 invoice_not_cancellable, nothing written', async () => {
       const s = setupStore(till());
       const make = async (event: string | null) => {

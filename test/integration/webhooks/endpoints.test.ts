@@ -82,6 +82,10 @@ for (const transport of TRANSPORTS) {
         ['POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: { url: 'https://x.example', enabled_events: [] } }, 400, 'validation_error'],
         ['POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: { url: 'https://x.example', secret: 'mine' } }, 400, 'validation_error'],
         ['POST', `/v1/stores/${f.store.storeId}/webhooks/we_nope/test`, { key: f.store.key }, 404, 'not_found'],
+        // The actions take no parameters: one sent is refused by name, not ignored.
+        ['POST', `/v1/stores/${f.store.storeId}/webhooks/${f.endpointId}/rotate-secret`, { key: f.store.key, body: { secret: 'whsec_mine' } }, 400, 'validation_error'],
+        ['POST', `/v1/stores/${f.store.storeId}/webhooks/${f.endpointId}/test`, { key: f.store.key, body: { event_type: 'invoice.paid' } }, 400, 'validation_error'],
+        ['POST', `/v1/stores/${f.store.storeId}/callback-secret/rotate`, { key: f.store.key, body: { keep_previous: false } }, 400, 'validation_error'],
         ['PUT', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key }, 405, 'method_not_allowed'],
       ];
       for (const [method, path, opts, status, code] of cases) {
