@@ -38,7 +38,8 @@ export function parseInvoiceRequest(body: Record<string, unknown>): InvoiceReque
   return { kind: 'fiat', ...parseFiat(body.amount, body.currency), ...common };
 }
 
-function parseAmountSats(v: unknown): number {
+/** A whole, positive number of sats, at most 21 million bitcoin: invalid_amount (validation_error for another type). */
+export function parseAmountSats(v: unknown): number {
   if (typeof v !== 'number' || !Number.isFinite(v)) throw invalidField('amount_sats', 'amount_sats must be a whole number of sats');
   if (v <= 0) throw new ApiError('invalid_amount', 'amount_sats must be greater than 0', { param: 'amount_sats' });
   if (v > MAX_SATS) throw new ApiError('invalid_amount', 'amount_sats is more than 21 million bitcoin', { param: 'amount_sats' });

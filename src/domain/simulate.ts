@@ -9,7 +9,7 @@ import { syntheticTxid } from './synthetic-payment.ts';
 // transition(). What each event does per status:
 //
 //   event            pending                      paid, late_paid   cancelled        expired, in window  fully expired
-//   payment_detected a mempool payment of what is missing (the full amount once covered) ...       410 expired
+//   payment_detected a mempool payment of what is missing (the full amount once covered; or `amountSats`) ... 410 expired
 //   paid             confirm + top up -> paid     409 already_paid  409 not_cancel.  410 expired         410 expired
 //   expired          expiry moved to now          409 already_paid  409 not_cancel.  410 expired         410 expired
 //   late_paid        expire, then late payment    409 already_paid  409 not_cancel.  late payment        410 expired
@@ -32,13 +32,14 @@ import { syntheticTxid } from './synthetic-payment.ts';
 export const SIMULATED_EVENTS = ['payment_detected', 'paid', 'late_paid', 'expired'] as const;
 export type SimulatedEvent = (typeof SIMULATED_EVENTS)[number];
 
-export function simulate(invoice: Invoice, event: SimulatedEvent, now: number): Transition {
+/** `amountSats`: what a simulated payment_detected pays (an underpayment, an overpayment), instead of what is missing. */
+export function simulate(invoice: Invoice, event: SimulatedEvent, now: number, opts: { amountSats?: number } = {}): Transition {
   if (invoice.livemode) {
     throw new ApiError('test_mode_only', `Invoice ${invoice.id} is live; only test invoices can be simulated.`);
   }
   switch (event) {
     case 'payment_detected':
-      return detectPayment(invoice, now);
+      return detectPayment(invoice, now, opts.amountSats);
     case 'paid':
       return payOnTime(invoice, now);
     case 'expired':
@@ -48,11 +49,11 @@ export function simulate(invoice: Invoice, event: SimulatedEvent, now: number): 
   }
 }
 
-function detectPayment(invoice: Invoice, now: number): Transition {
+function detectPayment(invoice: Invoice, now: number, given?: number): Transition {
   if (isFullyExpired(transition(invoice, { kind: 'tick' }, now).invoice, now)) throw refuse(invoice, 'payment_detected', now);
   const missing = invoice.amountSats - amountReceived(invoice);
   // Once covered, another payment is a buyer paying twice (a refund to test).
-  const amountSats = missing > 0 ? missing : invoice.amountSats;
+  const amountSats = given ?? (missing > 0 ? missing : invoice.amountSats);
   const payments = addSyntheticPayment(invoice.payments, invoice.id, amountSats, 0, now);
   return transition(invoice, { kind: 'payments', payments }, now);
 }

@@ -224,10 +224,21 @@ export const OPENAPI_DOCUMENT = {
         summary: 'Test mode: fire a lifecycle event through the state machine',
         security: bearer,
         parameters: [invoiceId],
-        requestBody: { required: true, ...json({ type: 'object', required: ['event'], additionalProperties: false, properties: { event: { type: 'string', enum: SIMULATED_EVENTS } } }) },
+        requestBody: {
+          required: true,
+          ...json({
+            type: 'object',
+            required: ['event'],
+            additionalProperties: false,
+            properties: {
+              event: { type: 'string', enum: SIMULATED_EVENTS },
+              amount_sats: { type: 'integer', minimum: 1, description: 'payment_detected only: what the payment pays (default: what is missing)' },
+            },
+          }),
+        },
         responses: {
           '200': { description: 'the invoice after the event', ...json(ref('Invoice')) },
-          ...errors(...AUTH, ...BODY, 'test_mode_only', 'invoice_already_paid', 'invoice_not_cancellable', 'invoice_expired', ...WRITE_503),
+          ...errors(...AUTH, ...BODY, 'invalid_amount', 'test_mode_only', 'invoice_already_paid', 'invoice_not_cancellable', 'invoice_expired', ...WRITE_503),
         },
       },
     },

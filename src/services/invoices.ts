@@ -237,12 +237,12 @@ export function cancelInvoice(ctx: Context, caller: Caller, id: string): Promise
   return changeInvoice(ctx, caller, id, (inv, now) => transition(inv, { kind: 'cancel' }, now));
 }
 
-export function simulateInvoice(ctx: Context, caller: Caller, id: string, event: SimulatedEvent): Promise<StoredInvoice> {
+export function simulateInvoice(ctx: Context, caller: Caller, id: string, event: SimulatedEvent, amountSats?: number): Promise<StoredInvoice> {
   if (envOf(caller) === 'live') {
     getInvoiceFor(ctx, caller, id);
     throw new ApiError('test_mode_only', 'simulate works on test-mode invoices only');
   }
-  return changeInvoice(ctx, caller, id, (inv, now) => simulate(inv, event, now));
+  return changeInvoice(ctx, caller, id, (inv, now) => simulate(inv, event, now, { amountSats }));
 }
 
 /**

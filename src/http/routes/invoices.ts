@@ -1,7 +1,7 @@
 import type { H3, H3Event } from 'h3';
 import { invalidField, unknownName } from '../../domain/errors.ts';
 import { INVOICE_STATUSES, type InvoiceStatus } from '../../domain/invoice.ts';
-import { parseInvoiceRequest } from '../../domain/invoice-request.ts';
+import { parseAmountSats, parseInvoiceRequest } from '../../domain/invoice-request.ts';
 import { invoiceView } from '../../domain/invoice-view.ts';
 import { SIMULATED_EVENTS, type SimulatedEvent } from '../../domain/simulate.ts';
 import { isId } from '../../ids.ts';
@@ -102,12 +102,14 @@ export function registerInvoiceRoutes(app: H3, rt: Runtime, direct: DirectGets):
     POST: async (event) => {
       const caller = requireApiKey(event, ctx);
       const { value } = await readJsonObject(event);
-      const unknown = Object.keys(value).find((k) => k !== 'event');
+      const unknown = Object.keys(value).find((k) => k !== 'event' && k !== 'amount_sats');
       if (unknown) throw unknownName('field', unknown);
       if (typeof value.event !== 'string' || !(SIMULATED_EVENTS as readonly string[]).includes(value.event)) {
         throw invalidField('event', `event must be one of ${SIMULATED_EVENTS.join(', ')}`);
       }
-      return invoiceView(await simulateInvoice(ctx, caller, routeParam(event, 'id'), value.event as SimulatedEvent), ctx.baseUrl);
+      if ('amount_sats' in value && value.event !== 'payment_detected') throw invalidField('amount_sats', 'amount_sats goes with event payment_detected only');
+      const amountSats = 'amount_sats' in value ? parseAmountSats(value.amount_sats) : undefined;
+      return invoiceView(await simulateInvoice(ctx, caller, routeParam(event, 'id'), value.event as SimulatedEvent, amountSats), ctx.baseUrl);
     },
   });
 }

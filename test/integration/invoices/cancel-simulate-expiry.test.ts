@@ -191,6 +191,25 @@ for (const transport of TRANSPORTS) {
       });
     }
 
+    test('payment_detected with amount_sats pays that: an underpaid invoice expires showing what it got; amount_sats goes with payment_detected only', async () => {
+      const s = setupStore(till());
+      const inv = assertInvoice(await postInvoice(till(), s.key, { amount_sats: 50_000 }));
+      const path = `/v1/invoices/${inv.id}/simulate`;
+      for (const [body, status, code] of [
+        [{ event: 'paid', amount_sats: 1000 }, 400, 'validation_error'],
+        [{ event: 'payment_detected', amount_sats: 0 }, 400, 'invalid_amount'],
+        [{ event: 'payment_detected', amount_sats: 1.5 }, 400, 'invalid_amount'],
+        [{ event: 'payment_detected', amount_sats: '1000' }, 400, 'validation_error'],
+      ] as const) {
+        const res = await assertWritesNothing(till(), () => call(till(), 'POST', path, { key: s.key, body }));
+        assert.equal(assertError(res, status, code).param, 'amount_sats');
+      }
+      const partly = assertInvoice(await call(till(), 'POST', path, { key: s.key, body: { event: 'payment_detected', amount_sats: 20_000 } }), 200);
+      assert.deepEqual([partly.status, partly.amount_received_sats], ['pending', 20_000]);
+      const expired = assertInvoice(await simulate(till(), s.key, inv.id, 'expired'), 200);
+      assert.deepEqual([expired.status, expired.amount_received_sats], ['expired', 20_000]);
+    });
+
     test('a live invoice -> 403 test_mode_only; an unknown one -> 404', async () => {
       const live = setupStore(till(), { mode: 'live' });
       const inv = assertInvoice(await postInvoice(till(), live.key, { amount_sats: 1000 }));
