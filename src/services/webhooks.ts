@@ -1,3 +1,5 @@
+import { payments } from 'bitcoinjs-lib';
+import { getNetwork } from '../bitcoin/networks.ts';
 import { toIso } from '../clock.ts';
 import { inTransaction } from '../db/connection.ts';
 import type { EndpointRecord, SealedSecrets } from '../db/webhook-endpoints.ts';
@@ -172,21 +174,28 @@ export function rotateCallbackSecret(ctx: Context, storeId: string): { secret: s
   });
 }
 
-/** A synthetic invoice for webhook.test: plainly marked, never stored as an invoice. */
-function syntheticInvoice(storeId: string, livemode: boolean, now: number): Invoice {
+/** The key hash of BIP84's first test-vector address, for the synthetic invoice's address: its key is public knowledge, as nothing is ever paid there. */
+const SYNTHETIC_ADDRESS_HASH = Buffer.from('c0cebcd6c3d3ca8c75dc5ec62ebe55330ef910e2', 'hex');
+
+/**
+ * A synthetic invoice for webhook.test: plainly marked, never stored as an
+ * invoice, pending (a handler that reads the status rather than the event
+ * type must not fulfil anything), its address one of the till's network.
+ */
+function syntheticInvoice(ctx: Context, storeId: string, livemode: boolean, now: number): Invoice {
   return {
     id: newId('inv', now),
     storeId,
     livemode,
-    status: 'paid',
+    status: 'pending',
     amountSats: 10_000,
     fiat: null,
-    address: 'bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu',
+    address: payments.p2wpkh({ hash: SYNTHETIC_ADDRESS_HASH, network: getNetwork(ctx.config.network) }).address!,
     confirmationsRequired: 1,
     lateWindowMs: 0,
     expiresAt: now + 30 * 60_000,
     createdAt: now,
-    paidAt: now,
+    paidAt: null,
     cancelledAt: null,
     expiredAt: null,
     metadata: { synthetic: 'true' },
@@ -204,7 +213,7 @@ export function queueTestDelivery(ctx: Context, storeId: string, endpointId: str
     if (!e.enabled) throw invalidField('wid', `webhook endpoint ${e.id} is disabled; enable it to test it`);
     const now = ctx.clock.now();
     const eventId = newId('evt', now);
-    const invoice = syntheticInvoice(store.id, store.mode === 'live', now);
+    const invoice = syntheticInvoice(ctx, store.id, store.mode === 'live', now);
     const body = JSON.stringify({
       event_id: eventId,
       event_type: WEBHOOK_TEST_EVENT_TYPE,
