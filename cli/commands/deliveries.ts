@@ -38,8 +38,12 @@ export function deliveriesCommand(): Command {
       const o = this.opts();
       if (Boolean(id) === Boolean(o.allDead)) this.error('give a delivery id or --all-dead');
       if (id && o.store) this.error('--store goes with --all-dead; a delivery id names its delivery');
-      const ds = withContext(this, (ctx) => (id ? [replayDelivery(ctx, id)] : replayAllDead(ctx, o.store))).map((d) => deliveryView(d));
-      emit(this.optsWithGlobals(), ds, () => `replaying ${ds.length} deliver${ds.length === 1 ? 'y' : 'ies'}`);
+      const { replayed, left } = withContext(this, (ctx) => (id ? { replayed: [replayDelivery(ctx, id)], left: 0 } : replayAllDead(ctx, o.store)));
+      const ds = replayed.map((d) => deliveryView(d));
+      const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
+      emit(this.optsWithGlobals(), ds, () =>
+        `replaying ${plural(ds.length, 'delivery', 'deliveries')}` +
+          (left ? `; ${plural(left, 'dead letter', 'dead letters')} of a disabled or deleted endpoint left as ${left === 1 ? 'it is' : 'they are'} (enable the endpoint, then replay)` : ''));
     });
   return cmd;
 }

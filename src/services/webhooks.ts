@@ -265,11 +265,13 @@ export function replayDelivery(ctx: Context, id: string): DeliveryRecord {
 }
 
 /** Replays every dead letter (of a store) whose endpoint takes it; those of disabled or deleted endpoints stay. */
-export function replayAllDead(ctx: Context, storeId?: string): DeliveryRecord[] {
+/** Replays every dead letter (of a store) but those whose endpoint is disabled or deleted, which are counted in `left`. */
+export function replayAllDead(ctx: Context, storeId?: string): { replayed: DeliveryRecord[]; left: number } {
   return inTransaction(ctx.db, () => {
     if (storeId !== undefined) getStore(ctx, storeId);
-    const dead = ctx.repos.webhookDeliveries.list({ storeId, status: 'dead_letter', limit: 1_000_000 }).filter((d) => !replayRefusal(ctx, d));
+    const all = ctx.repos.webhookDeliveries.list({ storeId, status: 'dead_letter', limit: 1_000_000 });
+    const dead = all.filter((d) => !replayRefusal(ctx, d));
     for (const d of dead) ctx.repos.webhookDeliveries.replay(d.id, ctx.clock.now());
-    return dead.map((d) => ctx.repos.webhookDeliveries.get(d.id)!);
+    return { replayed: dead.map((d) => ctx.repos.webhookDeliveries.get(d.id)!), left: all.length - dead.length };
   });
 }
