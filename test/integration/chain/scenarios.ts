@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
 import { ManualClock } from '../../../src/clock.ts';
 import { databasePath } from '../../../src/db/connection.ts';
@@ -194,13 +194,19 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.deepEqual(byTxid, { [txB]: 'replaced', [txB2]: 'confirmed' });
   });
 
-  // A 0-conf store counts unconfirmed payments: were the replaced one to count until the next mempool check,
-  // 30,000 and its 30,000 fee bump would cover a 50,000 invoice (invoice.paid: "fulfil the order here").
-  test('0 conf: a fee-bumped underpayment never pays the invoice; the bump counts in place of what it replaced', async (t) => {
+  /** A 0-conf store's 50,000 invoice paid 30,000 (replaceable), seen in the mempool. */
+  const underpaidZeroConf = async (t: TestContext) => {
     const f = await startChainFixture(t, makeNode, { confirmations: 0 });
     const inv = await createInvoice(f);
     const original = await f.node.pay(inv.address, 30_000, { rbf: true });
     await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'mempool payment');
+    return { f, inv, original };
+  };
+
+  // A 0-conf store counts unconfirmed payments: were the replaced one to count until the next mempool check,
+  // 30,000 and its 30,000 fee bump would cover a 50,000 invoice (invoice.paid: "fulfil the order here").
+  test('0 conf: a fee-bumped underpayment never pays the invoice; the bump counts in place of what it replaced', async (t) => {
+    const { f, inv, original } = await underpaidZeroConf(t);
     const bumped = await f.node.replace(original);
     await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 2, 'the bump seen');
     await f.till.rt.chain!.requestSync(true, 'test');
@@ -212,10 +218,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
   });
 
   test('0 conf: an underpayment a reorg put back in the mempool, then fee-bumped, never pays the invoice', async (t) => {
-    const f = await startChainFixture(t, makeNode, { confirmations: 0 });
-    const inv = await createInvoice(f);
-    const original = await f.node.pay(inv.address, 30_000, { rbf: true });
-    await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'mempool payment');
+    const { f, inv, original } = await underpaidZeroConf(t);
     await mineAndSync(f);
     await f.node.reorg(1, { leaveInMempool: [original] });
     await synced(f);
@@ -229,10 +232,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
   });
 
   test('0 conf: an unconfirmed payment known from before Till kept what payments spend (migration 0007), fee-bumped after a restart, never pays the invoice', async (t) => {
-    const f = await startChainFixture(t, makeNode, { confirmations: 0 });
-    const inv = await createInvoice(f);
-    const original = await f.node.pay(inv.address, 30_000, { rbf: true });
-    await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'mempool payment');
+    const { f, inv, original } = await underpaidZeroConf(t);
     await f.till.rt.stop();
     const db = new Database(databasePath(f.till.config.dataDir));
     db.exec('DELETE FROM payment_spends');
@@ -249,10 +249,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
 
   for (const mined of [false, true]) {
     test(`0 conf, Till down while an underpayment is fee-bumped${mined ? ' and the bump mined' : ''}: on start it is one payment of 30,000, not two`, async (t) => {
-      const f = await startChainFixture(t, makeNode, { confirmations: 0 });
-      const inv = await createInvoice(f);
-      const original = await f.node.pay(inv.address, 30_000, { rbf: true });
-      await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'mempool payment');
+      const { f, inv, original } = await underpaidZeroConf(t);
       await f.till.rt.stop();
       const bumped = await f.node.replace(original);
       if (mined) await f.node.mine(1);
