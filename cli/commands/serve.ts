@@ -34,7 +34,7 @@ export function serveCommand(): Command {
       }
       // Only once bound: the demo's API key is shown once, so it is made when it can be shown.
       const demo = this.opts().demo ? seedDemo(rt.ctx) : null;
-      const demoSettings = demo && writeDemoSettings(config.dataDir);
+      const demoSettings = demo && writeDemoSettings(config);
       // With port 0 or no public URL, links point at the address actually bound.
       if (!config.publicUrl) rt.ctx.baseUrl = server.url;
       rt.logger.info({ url: server.url, network: config.network, data_dir: config.dataDir }, 'till listening');

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { CONFIG_FILES, DEFAULTS, DEMO_DEFAULTS, writeSettingsFile } from '../config.ts';
+import { CONFIG_FILES, DEFAULTS, DEMO_DEFAULTS, writeSettingsFile, type Config } from '../config.ts';
 import { inTransaction } from '../db/connection.ts';
 import { mintApiKey } from './api-keys.ts';
 import type { Context } from './context.ts';
@@ -31,12 +31,14 @@ export function seedDemo(ctx: Context): { storeId: string; apiKey: string; callb
 }
 
 /**
- * The demo's settings written to its data directory on its first start, so
- * that every command there uses them: the CLI (without --demo) would take the
+ * The demo's settings, as it runs with them (a flag or variable may have
+ * changed one), written to its data directory on its first start, so that
+ * every command there uses them: the CLI (without --demo) would take the
  * defaults, a mainnet till, and refuse the demo's regtest data. Null when the
  * data directory has a settings file already.
  */
-export function writeDemoSettings(dataDir: string): string | null {
-  if (CONFIG_FILES.some((f) => existsSync(join(dataDir, f)))) return null;
-  return writeSettingsFile({ ...DEFAULTS, ...DEMO_DEFAULTS, dataDir }, "Written by till serve --demo on its first start: the demo's settings, which every command on this data directory uses.");
+export function writeDemoSettings(config: Config): string | null {
+  if (CONFIG_FILES.some((f) => existsSync(join(config.dataDir, f)))) return null;
+  const demo = Object.fromEntries(Object.keys(DEMO_DEFAULTS).map((k) => [k, config[k as keyof Config]]));
+  return writeSettingsFile({ ...DEFAULTS, ...demo, dataDir: config.dataDir }, "Written by till serve --demo on its first start: the demo's settings, which every command on this data directory uses.");
 }

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { connect, createServer, type AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { databasePath } from '../../../src/db/connection.ts';
 import { LEASE_RENEW_MS, LEASE_TTL_MS } from '../../../src/services/server-lease.ts';
@@ -82,6 +83,15 @@ test('npm start path: serve --demo on a fresh data dir creates a demo store and 
   assert.equal(stores.code, 0, stores.stderr);
   assert.match(stores.stdout, /Demo Store/);
   assert.match((await runTill(['config', 'show'], { dataDir })).stdout, /network\s+regtest/);
+});
+
+test('serve --demo with a setting of its own (another network) writes that one down: the CLI still works there', async (t) => {
+  const dataDir = tempDir(t);
+  const till = await startServe(dataDir, { env: { TILL_NETWORK: 'signet' } });
+  t.after(() => till.stop());
+  assert.match(readFileSync(join(dataDir, 'till.toml'), 'utf8'), /^network = "signet"$/m);
+  const stores = await runTill(['store', 'list'], { dataDir });
+  assert.equal(stores.code, 0, stores.stderr);
 });
 
 test('a flood of connections using up the descriptors while the first group commit runs does not stop Till once it is over', async (t) => {
