@@ -264,7 +264,6 @@ export function replayDelivery(ctx: Context, id: string): DeliveryRecord {
   });
 }
 
-/** Replays every dead letter (of a store) whose endpoint takes it; those of disabled or deleted endpoints stay. */
 /** Replays every dead letter (of a store) but those whose endpoint is disabled or deleted, which are counted in `left`. */
 export function replayAllDead(ctx: Context, storeId?: string): { replayed: DeliveryRecord[]; left: number } {
   return inTransaction(ctx.db, () => {
