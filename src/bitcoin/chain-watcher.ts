@@ -428,7 +428,9 @@ export class ChainWatcher {
     const tracked = trackedMempoolTxids(this.#ctx);
     if (tracked.length === 0) return;
     const present = await this.#o.bitcoind.inMempool(tracked);
-    if (await this.#mayReconcile(tracked, present)) this.#publish(reconcileMempool(this.#ctx, (txid) => present.has(txid)));
+    // Only what was asked about can be missing: a payment recorded while the answer came was not.
+    const asked = new Set(tracked);
+    if (await this.#mayReconcile(tracked, present)) this.#publish(reconcileMempool(this.#ctx, (txid) => !asked.has(txid) || present.has(txid)));
   }
 
   /**

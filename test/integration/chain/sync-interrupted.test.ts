@@ -139,4 +139,38 @@ describe('chain syncs that do not finish (fake node)', () => {
     assert.equal(after.payments.length, 1, 'the full re-sync scanned the mempool');
     assert.equal(after.status, 'paid', '0 confirmations required');
   });
+  test('a payment recorded while the mempool check waits for its answer is not marked replaced: it was not asked about', async (t) => {
+    let hold = false;
+    let reached!: () => void;
+    const arrived = new Promise<void>((r) => (reached = r));
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    wrapBitcoind(t, 'inMempool', (original) => async function (this: Bitcoind, txids: string[]) {
+      const answer = await original.call(this, txids);
+      if (hold) {
+        hold = false;
+        reached();
+        await released;
+      }
+      return answer;
+    });
+    const f = await startChainFixture(t, startFakeNode);
+    const a = await createInvoice(f);
+    const b = await createInvoice(f);
+    const txA = await f.node.pay(a.address, 50_000, { rbf: true });
+    await waitFor(async () => (await getInvoice(f, a.id)).payments.length === 1, 'a in the mempool');
+    // a's buyer double-spends back to their wallet: Core's `R` starts a re-sync, whose mempool check is held here.
+    hold = true;
+    await f.node.replace(txA, { outputs: [] });
+    await arrived;
+    // Meanwhile b is paid, and Till records it from its rawtx.
+    const txB = await f.node.pay(b.address, 50_000);
+    await waitFor(async () => (await getInvoice(f, b.id)).payments.length === 1, 'b in the mempool');
+    release();
+    await f.till.rt.chain!.idle();
+    assert.equal((await getInvoice(f, a.id)).payments[0].status, 'replaced', 'a was double-spent');
+    const ib = await getInvoice(f, b.id);
+    assert.deepEqual(ib.payments.map((p: any) => [p.txid, p.status]), [[txB, 'mempool']]);
+    assert.deepEqual(eventTypes(f, b.id), ['invoice.created', 'invoice.payment_detected']);
+  });
 });
