@@ -165,8 +165,8 @@ export function createInvoicesRepo(db: Db) {
   const withMempoolPayments = db.prepare<[], InvoiceRow>(
     "SELECT rowid, * FROM invoices WHERE id IN (SELECT invoice_id FROM payments WHERE status = 'mempool')",
   );
-  const withMempoolPaymentsOf = db.prepare<[string], InvoiceRow>(
-    "SELECT rowid, * FROM invoices WHERE id IN (SELECT invoice_id FROM payments WHERE txid IN (SELECT value FROM json_each(?)) AND status = 'mempool')",
+  const withCountingPaymentsOf = db.prepare<[string], InvoiceRow>(
+    "SELECT rowid, * FROM invoices WHERE id IN (SELECT invoice_id FROM payments WHERE txid IN (SELECT value FROM json_each(?)) AND status <> 'replaced')",
   );
   const withBlockPayments = db.prepare<[string], InvoiceRow>(
     'SELECT rowid, * FROM invoices WHERE id IN (SELECT invoice_id FROM payments WHERE block_hash = ?)',
@@ -274,9 +274,9 @@ export function createInvoicesRepo(db: Db) {
     listWithMempoolPayments(): StoredInvoice[] {
       return loadMany(withMempoolPayments.all());
     },
-    /** The invoices with an unconfirmed payment in one of these transactions. */
-    listWithMempoolPaymentsOf(txids: readonly string[]): StoredInvoice[] {
-      return loadMany(withMempoolPaymentsOf.all(JSON.stringify(txids)));
+    /** The invoices with a payment that counts (unconfirmed or confirmed) in one of these transactions. */
+    listWithCountingPaymentsOf(txids: readonly string[]): StoredInvoice[] {
+      return loadMany(withCountingPaymentsOf.all(JSON.stringify(txids)));
     },
     listWithPaymentsInBlock(hash: string): StoredInvoice[] {
       return loadMany(withBlockPayments.all(hash));

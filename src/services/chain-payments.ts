@@ -175,13 +175,15 @@ function spentOutpoints(tx: Transaction): string[] {
 
 /**
  * The payments' transactions `txid` conflicts with (it spends what they spent:
- * RBF, a double spend), and the invoices where they are unconfirmed. The node
- * took `txid` in their place, so they stop counting in the same judgement that
- * counts it, never beside it.
+ * RBF, a double spend), and the invoices where they count. The node took
+ * `txid` in their place, so they stop counting in the same judgement that
+ * counts it, never beside it. One Till still holds as confirmed is not on the
+ * node's chain either (the node has `txid`): a reorg Till has not read yet,
+ * as after a stop.
  */
 function replacedBy(ctx: Context, txid: string, spends: readonly string[]): { txids: Set<string>; invoices: StoredInvoice[] } {
   const txids = ctx.repos.paymentSpends.conflicting(txid, spends);
-  return { txids, invoices: txids.size === 0 ? [] : ctx.repos.invoices.listWithMempoolPaymentsOf([...txids]) };
+  return { txids, invoices: txids.size === 0 ? [] : ctx.repos.invoices.listWithCountingPaymentsOf([...txids]) };
 }
 
 /**
@@ -191,17 +193,17 @@ function replacedBy(ctx: Context, txid: string, spends: readonly string[]): { tx
  * fiat price could be had after its expiry by replacing a payment of a few sats).
  */
 function replacementSeenAt(inv: StoredInvoice, replaced: ReadonlySet<string>, outputs: readonly OutputMatch[], seenAt: number): number {
-  const earlier = inv.payments.filter((p) => p.status === 'mempool' && replaced.has(p.txid));
+  const earlier = inv.payments.filter((p) => isCounting(p) && replaced.has(p.txid));
   if (earlier.length === 0) return seenAt;
   const pays = outputs.reduce((sum, o) => (o.invoice.id === inv.id ? sum + o.sats : sum), 0);
   const paid = earlier.reduce((sum, p) => sum + p.amountSats, 0);
   return pays <= paid ? Math.min(seenAt, ...earlier.map((p) => p.firstSeenAt)) : seenAt;
 }
 
-/** The payments with the unconfirmed ones of `txids` marked replaced; the same array if there are none. */
+/** The payments with the counting ones of `txids` marked replaced (off any block); the same array if there are none. */
 function withReplaced(payments: Payment[], txids: ReadonlySet<string>): Payment[] {
-  const hit = (p: Payment) => p.status === 'mempool' && txids.has(p.txid);
-  return payments.some(hit) ? payments.map((p) => (hit(p) ? { ...p, status: 'replaced' as const } : p)) : payments;
+  const hit = (p: Payment) => isCounting(p) && txids.has(p.txid);
+  return payments.some(hit) ? payments.map((p) => (hit(p) ? { ...p, status: 'replaced' as const, confirmations: 0, blockHeight: null, blockHash: null } : p)) : payments;
 }
 
 /** Where a block sits on the chain. */

@@ -247,6 +247,42 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.equal(stored.status, 'pending');
   });
 
+  test('0 conf, Till down while a reorg puts a mined underpayment back in the mempool and it is fee-bumped: on start it is one payment of 30,000', async (t) => {
+    const { f, inv, original } = await underpaidZeroConf(t);
+    await mineAndSync(f);
+    await f.till.rt.stop();
+    await f.node.reorg(1, { leaveInMempool: [original] });
+    const bumped = await f.node.replace(original);
+    const rt2 = restartTill(t, f);
+    rt2.chain!.start();
+    await rt2.chain!.idle();
+    const stored = rt2.ctx.repos.invoices.get(inv.id)!;
+    assert.deepEqual(Object.fromEntries(stored.payments.map((p) => [p.txid, p.status])), { [original]: 'replaced', [bumped]: 'mempool' });
+    assert.equal(stored.status, 'pending');
+    assert.deepEqual(rt2.ctx.repos.events.listForInvoice(inv.id).map((e) => e.type), ['invoice.created', 'invoice.payment_detected', 'invoice.payment_detected']);
+  });
+
+  test('Till down while a reorg puts an on-time payment (1 of 2 confirmations) back in the mempool, fee-bumped and mined: on time, paid', async (t) => {
+    const f = await startChainFixture(t, makeNode, { confirmations: 2 });
+    const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
+    const original = await f.node.pay(inv.address, 50_000, { rbf: true });
+    await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'mempool payment');
+    await mineAndSync(f);
+    f.till.clock.advance(10 * 60_000);
+    assert.equal(await expireDueInvoices(f.till.rt.ctx), 0, 'it waits for its on-time payment');
+    await f.till.rt.stop();
+    await f.node.reorg(1, { leaveInMempool: [original] });
+    const bumped = await f.node.replace(original);
+    await f.node.mine(2);
+    const rt2 = restartTill(t, f);
+    rt2.chain!.start();
+    await rt2.chain!.idle();
+    const stored = rt2.ctx.repos.invoices.get(inv.id)!;
+    assert.deepEqual(Object.fromEntries(stored.payments.map((p) => [p.txid, p.status])), { [original]: 'replaced', [bumped]: 'confirmed' });
+    assert.equal(stored.status, 'paid');
+    assert.deepEqual(rt2.ctx.repos.events.listForInvoice(inv.id).map((e) => e.type), ['invoice.created', 'invoice.payment_detected', 'invoice.payment_detected', 'invoice.paid']);
+  });
+
   for (const mined of [false, true]) {
     test(`0 conf, Till down while an underpayment is fee-bumped${mined ? ' and the bump mined' : ''}: on start it is one payment of 30,000, not two`, async (t) => {
       const { f, inv, original } = await underpaidZeroConf(t);
