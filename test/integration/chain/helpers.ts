@@ -26,6 +26,14 @@ export function restartTill(t: TestContext, f: ChainFixture): Runtime {
   return rt;
 }
 
+/** A Till restarted on the fixture's data dir, once its first catch-up is done. */
+export async function restartAndCatchUp(t: TestContext, f: ChainFixture): Promise<Runtime> {
+  const rt = restartTill(t, f);
+  rt.chain!.start();
+  await rt.chain!.idle();
+  return rt;
+}
+
 /** A node and a Till watching it (a live store on regtest), on one clock, synced. */
 export async function startChainFixture(t: TestContext, makeNode: NodeFactory, opts: { confirmations?: number } = {}): Promise<ChainFixture> {
   const clock = new ManualClock(Date.now());

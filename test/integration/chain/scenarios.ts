@@ -8,7 +8,7 @@ import { expireDueInvoices } from '../../../src/services/invoices.ts';
 import { addXpub } from '../../../src/services/xpubs.ts';
 import { failSyncDuring } from '../../helpers/held-sync.ts';
 import { call, startTestTill } from '../../helpers/till-server.ts';
-import { createInvoice, eventTypes, getInvoice, listInvoices, mineAndSync, nodeEnv, restartTill, startChainFixture, startWatching, synced, waitFor, type NodeFactory } from './helpers.ts';
+import { createInvoice, eventTypes, getInvoice, listInvoices, mineAndSync, nodeEnv, restartAndCatchUp, restartTill, startChainFixture, startWatching, synced, waitFor, type NodeFactory } from './helpers.ts';
 
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
@@ -237,9 +237,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     const db = new Database(databasePath(f.till.config.dataDir));
     db.exec('DELETE FROM payment_spends');
     db.close();
-    const rt2 = restartTill(t, f);
-    rt2.chain!.start();
-    await rt2.chain!.idle();
+    const rt2 = await restartAndCatchUp(t, f);
     const bumped = await f.node.replace(original);
     await waitFor(async () => rt2.ctx.repos.invoices.get(inv.id)!.payments.length === 2, 'the bump seen');
     const stored = rt2.ctx.repos.invoices.get(inv.id)!;
@@ -253,9 +251,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     await f.till.rt.stop();
     await f.node.reorg(1, { leaveInMempool: [original] });
     const bumped = await f.node.replace(original);
-    const rt2 = restartTill(t, f);
-    rt2.chain!.start();
-    await rt2.chain!.idle();
+    const rt2 = await restartAndCatchUp(t, f);
     const stored = rt2.ctx.repos.invoices.get(inv.id)!;
     assert.deepEqual(Object.fromEntries(stored.payments.map((p) => [p.txid, p.status])), { [original]: 'replaced', [bumped]: 'mempool' });
     assert.equal(stored.status, 'pending');
@@ -274,9 +270,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     await f.node.reorg(1, { leaveInMempool: [original] });
     const bumped = await f.node.replace(original);
     await f.node.mine(2);
-    const rt2 = restartTill(t, f);
-    rt2.chain!.start();
-    await rt2.chain!.idle();
+    const rt2 = await restartAndCatchUp(t, f);
     const stored = rt2.ctx.repos.invoices.get(inv.id)!;
     assert.deepEqual(Object.fromEntries(stored.payments.map((p) => [p.txid, p.status])), { [original]: 'replaced', [bumped]: 'confirmed' });
     assert.equal(stored.status, 'paid');
@@ -289,9 +283,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
       await f.till.rt.stop();
       const bumped = await f.node.replace(original);
       if (mined) await f.node.mine(1);
-      const rt2 = restartTill(t, f);
-      rt2.chain!.start();
-      await rt2.chain!.idle();
+      const rt2 = await restartAndCatchUp(t, f);
       const stored = rt2.ctx.repos.invoices.get(inv.id)!;
       assert.deepEqual(Object.fromEntries(stored.payments.map((p) => [p.txid, p.status])), { [original]: 'replaced', [bumped]: mined ? 'confirmed' : 'mempool' });
       assert.equal(stored.status, 'pending');
@@ -355,9 +347,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
       else await f.node.replace(txid, { outputs: [] });
       f.till.clock.advance(2 * DAY);
       const learned = f.till.clock.now();
-      const rt2 = restartTill(t, f);
-      rt2.chain!.start();
-      await rt2.chain!.idle();
+      const rt2 = await restartAndCatchUp(t, f);
       await expireDueInvoices(rt2.ctx);
       const stored = rt2.ctx.repos.invoices.get(inv.id)!;
       assert.deepEqual([stored.status, stored.payments.map((p) => p.status)], ['expired', ['replaced']]);
@@ -513,9 +503,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     await f.node.pay(inv.address, 20_000);
     await f.node.mine(1);
     f.till.clock.advance(20 * 60_000);
-    const rt2 = restartTill(t, f);
-    rt2.chain!.start();
-    await rt2.chain!.idle();
+    const rt2 = await restartAndCatchUp(t, f);
     const stored = rt2.ctx.repos.invoices.get(inv.id)!;
     assert.equal(stored.status, 'paid');
     assert.deepEqual(rt2.ctx.repos.events.listForInvoice(inv.id).map((e) => e.type), ['invoice.created', 'invoice.payment_detected', 'invoice.payment_detected', 'invoice.paid']);
@@ -541,9 +529,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
       // Till would no longer have watched it.
       await f.node.pay(inv.address, 20_000);
       await f.node.mine(1);
-      const rt2 = restartTill(t, f);
-      rt2.chain!.start();
-      await rt2.chain!.idle();
+      const rt2 = await restartAndCatchUp(t, f);
       const stored = rt2.ctx.repos.invoices.get(inv.id)!;
       assert.deepEqual(stored.payments.map((p) => [p.txid, p.status]), [[txid, 'confirmed']]);
       // Mined and confirmed inside the window: an expired invoice is late_paid, as a running Till would have made it.
@@ -566,9 +552,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     const late = await f.node.pay(inv.address, 50_000);
     // Only the late payment is mined while Till is down (the on-time one waits in the mempool, as a low fee would).
     await fakeOnly(f).mine(1, { include: [late] });
-    const rt2 = restartTill(t, f);
-    rt2.chain!.start();
-    await rt2.chain!.idle();
+    const rt2 = await restartAndCatchUp(t, f);
     const caughtUp = rt2.ctx.repos.invoices.get(inv.id)!;
     assert.equal(caughtUp.status, 'pending', 'a running Till would be waiting for the on-time payment');
     assert.deepEqual(caughtUp.payments.map((p) => [p.txid, p.status]).sort(), [[onTime, 'mempool'], [late, 'confirmed']].sort());
@@ -588,9 +572,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     await fakeOnly(f).mine(1, { include: [onTime] });
     f.till.clock.advance(DAY);
     await f.node.pay(inv.address, 50_000);
-    const rt2 = restartTill(t, f);
-    rt2.chain!.start();
-    await rt2.chain!.idle();
+    const rt2 = await restartAndCatchUp(t, f);
     const stored = rt2.ctx.repos.invoices.get(inv.id)!;
     assert.equal(stored.status, 'paid');
     assert.equal(stored.paidAt, stored.payments.find((p) => p.txid === onTime)!.firstSeenAt);
@@ -612,9 +594,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
       f.till.clock.advance(sentAfter);
       await f.node.pay(inv.address, 50_000);
       f.till.clock.advance(downFor);
-      const rt2 = restartTill(t, f);
-      rt2.chain!.start();
-      await rt2.chain!.idle();
+      const rt2 = await restartAndCatchUp(t, f);
       const stored = rt2.ctx.repos.invoices.get(inv.id)!;
       assert.equal(stored.status, status);
       // Judged as of the node's first sight of it (its mempool entry time), as a running Till would have.
@@ -634,9 +614,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
       f.till.clock.advance(8 * DAY + HOUR);
       await f.node.pay(inv.address, 50_000 - underpaid);
       await f.node.mine(1);
-      const rt2 = restartTill(t, f);
-      rt2.chain!.start();
-      await rt2.chain!.idle();
+      const rt2 = await restartAndCatchUp(t, f);
       await expireDueInvoices(rt2.ctx);
       const stored = rt2.ctx.repos.invoices.get(inv.id)!;
       // A running Till had expired it and stopped watching at the end of the late window: no more money, no webhook.
@@ -654,9 +632,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     await f.node.pay(inv.address, 50_000);
     await f.node.mine(1);
     f.till.clock.advance(7 * DAY);
-    const rt2 = restartTill(t, f);
-    rt2.chain!.start();
-    await rt2.chain!.idle();
+    const rt2 = await restartAndCatchUp(t, f);
     const stored = rt2.ctx.repos.invoices.get(inv.id)!;
     assert.equal(stored.status, 'late_paid');
     assert.equal(stored.expiredAt, stored.expiresAt);
@@ -810,9 +786,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
         f.till.clock.advance(nextBlockAfter);
         await f.node.mine(1);
         if (how === 'a pruned node') fakeOnly(f).pruneBelow((await f.node.tip()).height);
-        const rt2 = restartTill(t, f);
-        rt2.chain!.start();
-        await rt2.chain!.idle();
+        const rt2 = await restartAndCatchUp(t, f);
         check(rt2.ctx.repos.invoices.get(inv.id)!);
       });
     }
@@ -831,9 +805,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     const duplicate = await f.node.pay(inv.address, 50_000);
     await f.node.mine(2);
     fakeOnly(f).pruneBelow((await f.node.tip()).height);
-    const rt2 = restartTill(t, f);
-    rt2.chain!.start();
-    await rt2.chain!.idle();
+    const rt2 = await restartAndCatchUp(t, f);
     const stored = rt2.ctx.repos.invoices.get(inv.id)!;
     assert.equal(stored.status, 'late_paid');
     assert.deepEqual(stored.payments.find((p) => p.txid === duplicate)?.confirmations, 2);
