@@ -13,7 +13,7 @@ const SHUTDOWN_GRACE_MS = 5_000;
 export function serveCommand(): Command {
   return new Command('serve')
     .description('run Till: the HTTP API, checkout and background workers')
-    .option('--demo', 'embedded default for trying Till: regtest, fixed USD rate, and a test store with an API key on first start')
+    .option('--demo', 'embedded default for trying Till: regtest, fixed USD rate, and on first start a test store with an API key, its settings written to till.toml')
     .action(async function (this: Command) {
       const config = configFrom(this, { demo: this.opts().demo });
       const rt = createRuntime(config, {
