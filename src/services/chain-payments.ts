@@ -297,7 +297,9 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
         ctx.repos.paymentSpends.record(m.txid, m.spends);
         const entry = take(m.invoice.id, () => ctx.repos.invoices.get(m.invoice.id)!);
         // A payment first seen in a block (Till was down, or missed the mempool) counts from the block's time.
-        const seenAt = replacementSeenAt(entry.before, replaced.txids, b.found.filter((o) => o.txid === m.txid), Math.min(now, b.time));
+        const blockSeenAt = Math.min(now, b.time);
+        // Its transaction's outputs are looked for only when it replaced something: a block may pay thousands.
+        const seenAt = replaced.txids.size === 0 ? blockSeenAt : replacementSeenAt(entry.before, replaced.txids, b.found.filter((o) => o.txid === m.txid), blockSeenAt);
         const payment: Payment = { txid: m.txid, vout: m.vout, amountSats: m.sats, status: 'confirmed', confirmations: 1, blockHeight: b.height, blockHash: b.hash, firstSeenAt: seenAt };
         const next = withPayment(entry.before, entry.payments, payment);
         if (next === entry.payments) entry.refused.push(payment);
