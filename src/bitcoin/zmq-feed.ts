@@ -51,9 +51,11 @@ export class ZmqFeed {
     // process shares its state; linger 0: a SUB has nothing worth flushing.
     const sock = new Subscriber({ context: new Context(), linger: 0, reconnectInterval: 500, reconnectMaxInterval: 10_000, receiveHighWaterMark: 100_000 });
     this.#sock = sock;
+    // Before connecting: zeromq makes the socket's event monitor on first use, and a handshake done
+    // before it (libzmq's own thread connects) was missed: health said "disconnected" for good.
+    void this.#watchConnection(sock);
     for (const e of this.#endpoints) sock.connect(e);
     for (const t of ZMQ_TOPICS) sock.subscribe(t);
-    void this.#watchConnection(sock);
     void this.#read(sock);
   }
 
