@@ -101,6 +101,31 @@ export class Bitcoind {
     return new Set(txids.filter((_, i) => !(answers[i] instanceof RpcError)));
   }
 
+  /**
+   * The mempool transactions spending any of these outpoints (`<txid>:<vout>`), by
+   * gettxspendingprevout (Core 24 and later). Empty where the node cannot tell
+   * (an older Core): the caller then knows no more than before.
+   */
+  async mempoolSpenders(outpoints: readonly string[]): Promise<Set<string>> {
+    if (outpoints.length === 0) return new Set();
+    const outputs = outpoints.map((o) => ({ txid: o.slice(0, 64), vout: Number(o.slice(65)) }));
+    let answer: unknown;
+    try {
+      answer = await this.rpc.call('gettxspendingprevout', [outputs]);
+    } catch (err) {
+      if (err instanceof RpcError) return new Set();
+      throw err;
+    }
+    if (!Array.isArray(answer) || answer.length !== outputs.length) throw new RpcProtocolError('gettxspendingprevout: expected one answer per output');
+    const spenders = new Set<string>();
+    answer.forEach((a, i) => {
+      const o = expectObject(a, `gettxspendingprevout[${i}]`);
+      // A spender in a block (a node with -txospenderindex) is read with its block.
+      if (o.spendingtxid !== undefined && o.blockhash === undefined) spenders.add(expectHash(o.spendingtxid, `gettxspendingprevout[${i}].spendingtxid`));
+    });
+    return spenders;
+  }
+
   /** Mempool transactions by txid, in one batch; ones gone meanwhile are left out. */
   async getRawTransactions(txids: string[]): Promise<Transaction[]> {
     const answers = await this.rpc.batch(txids.map((t) => ({ method: 'getrawtransaction', params: [t, 0] })));

@@ -428,9 +428,26 @@ export class ChainWatcher {
     const tracked = trackedMempoolTxids(this.#ctx);
     if (tracked.length === 0) return;
     const present = await this.#o.bitcoind.inMempool(tracked);
+    const gone = tracked.filter((txid) => !present.has(txid));
+    if (gone.length === 0) return;
+    await this.#readReplacements(gone);
     // Only what was asked about can be missing: a payment recorded while the answer came was not.
     const asked = new Set(tracked);
-    if (await this.#mayReconcile(tracked, present)) this.#publish(reconcileMempool(this.#ctx, (txid) => !asked.has(txid) || present.has(txid)));
+    if (await this.#mayReconcile()) this.#publish(reconcileMempool(this.#ctx, (txid) => !asked.has(txid) || present.has(txid)));
+  }
+
+  /**
+   * The mempool transactions that replaced these, read before they are marked
+   * replaced: a fee bump whose rawtx was lost, or is still on its way behind
+   * the removal that started this re-sync, is judged as a bump (as on time as
+   * what it replaced), not as a payment lost and new money after it.
+   */
+  async #readReplacements(gone: string[]): Promise<void> {
+    const { bitcoind } = this.#o;
+    const spenders = await bitcoind.mempoolSpenders(this.#ctx.repos.paymentSpends.spentBy(gone));
+    if (spenders.size === 0 || !this.#running) return;
+    const now = this.#ctx.clock.now();
+    for (const tx of await bitcoind.getRawTransactions([...spenders])) this.#publish(applyMempoolTx(this.#ctx, this.#watch!, tx, now));
   }
 
   /**
@@ -439,8 +456,7 @@ export class ChainWatcher {
    * so that none of them was mined since. Otherwise a re-sync is queued, which
    * reads the new blocks first.
    */
-  async #mayReconcile(tracked: string[], inMempool: { has(txid: string): boolean }): Promise<boolean> {
-    if (tracked.every((txid) => inMempool.has(txid))) return false;
+  async #mayReconcile(): Promise<boolean> {
     const { bestBlockHash } = await this.#o.bitcoind.getChainInfo();
     if (bestBlockHash === this.#ctx.repos.chainBlocks.tip()?.hash) return true;
     this.#startOver();

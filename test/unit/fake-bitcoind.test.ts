@@ -279,6 +279,13 @@ describe('fake bitcoind chain', () => {
     const { reply } = await call(node, 'getmempoolentry', [original]);
     assert.deepEqual(reply.error, { code: -5, message: 'Transaction not in mempool' });
     assert.ok((await result(node, 'getmempoolentry', [replacement])).fees.base > originalFee);
+    // What the original spent is spent by the replacement now; the replacement's own outputs by nothing.
+    const input = bitcoin.Transaction.fromHex(await result(node, 'getrawtransaction', [replacement])).ins[0]!;
+    const spent = { txid: Buffer.from(input.hash).reverse().toString('hex'), vout: input.index };
+    assert.deepEqual(await result(node, 'gettxspendingprevout', [[spent, { txid: replacement, vout: 0 }]]), [
+      { ...spent, spendingtxid: replacement },
+      { txid: replacement, vout: 0 },
+    ]);
 
     const raw = await tap.waitFor('rawtx', 1);
     const tx = bitcoin.Transaction.fromBuffer(raw[0]!.body);
@@ -392,6 +399,12 @@ describe('fake bitcoind RPC', () => {
       { method: 'getrawtransaction', params: [unknownTxid, 0, unknownTxid], status: 500, code: -5, message: 'Block hash not found' },
       { method: 'getmempoolentry', params: [unknownTxid], status: 500, code: -5, message: 'Transaction not in mempool' },
       { method: 'getrawmempool', params: [true, true], status: 500, code: -8, message: 'Verbose results cannot contain mempool sequence values.' },
+      { method: 'gettxspendingprevout', params: [[]], status: 500, code: -8, message: 'Invalid parameter, outputs are missing' },
+      { method: 'gettxspendingprevout', params: [[{ txid: unknownTxid }]], status: 500, code: -3, message: 'Missing vout' },
+      { method: 'gettxspendingprevout', params: [[{ txid: unknownTxid, vout: '0' }]], status: 500, code: -3, message: 'JSON value of type string for field vout is not of expected type number' },
+      { method: 'gettxspendingprevout', params: [[{ txid: unknownTxid, vout: 0, n: 1 }]], status: 500, code: -3, message: 'Unexpected key n' },
+      { method: 'gettxspendingprevout', params: [[{ txid: unknownTxid, vout: -1 }]], status: 500, code: -8, message: 'Invalid parameter, vout cannot be negative' },
+      { method: 'gettxspendingprevout', params: [[{ txid: 'ab', vout: 0 }]], status: 500, code: -8, message: "txid must be of length 64 (not 2, for 'ab')" },
       { method: 'scantxoutset', params: ['start', ['addr(notanaddress)']], status: 500, code: -5, message: 'Address is not valid' },
       { method: 'scantxoutset', params: ['start', ['addr(x)#aaaaaaaa']], status: 500, code: -5, message: /^Provided checksum 'aaaaaaaa' does not match computed checksum '[a-z0-9]{8}'$/ },
       { method: 'scantxoutset', params: ['begin', []], status: 500, code: -8, message: "Invalid action 'begin'" },

@@ -117,6 +117,11 @@ const METHODS: Record<string, MethodSpec> = {
       return mempoolEntryJson(node.mempool, entry);
     },
   },
+  // Core 24-29's shape (newer ones add an options object Till does not send): mempool spenders only.
+  gettxspendingprevout: {
+    params: [{ names: 'outputs', type: 'array' }],
+    run: ([outputs], node) => txSpendingPrevout(node, outputs as unknown[]),
+  },
   getrawtransaction: {
     params: [
       { names: 'txid', type: 'string' },
@@ -136,6 +141,29 @@ const METHODS: Record<string, MethodSpec> = {
   uptime: { params: [], run: (_, node) => Math.floor((node.clock.now() - node.startedAtMs) / 1000) },
   getnetworkinfo: { params: [], run: (_, node) => networkInfo(node) },
 };
+
+function txSpendingPrevout(node: NodeState, outputs: unknown[]): Array<Record<string, unknown>> {
+  if (outputs.length === 0) throw new RpcError(RPC_INVALID_PARAMETER, 'Invalid parameter, outputs are missing');
+  return outputs.map((o) => {
+    if (jsonTypeName(o) !== 'object') throw typeMismatch(o, 'object');
+    const { txid, vout } = checkObject(o as Record<string, unknown>, { txid: 'string', vout: 'number' });
+    const n = toInt(vout);
+    if (n < 0) throw new RpcError(RPC_INVALID_PARAMETER, 'Invalid parameter, vout cannot be negative');
+    const spender = node.mempool.spenderOf(parseHash(txid, 'txid'), n);
+    return spender ? { txid, vout, spendingtxid: spender } : { txid, vout };
+  });
+}
+
+/** RPCTypeCheckObj, strict and without nulls: every key present with its type, no other key. */
+function checkObject(o: Record<string, unknown>, expected: Record<string, string>): Record<string, unknown> {
+  for (const [key, type] of Object.entries(expected).sort(([a], [b]) => (a < b ? -1 : 1))) {
+    if (o[key] === undefined || o[key] === null) throw new RpcError(RPC_TYPE_ERROR, `Missing ${key}`);
+    if (jsonTypeName(o[key]) !== type) throw new RpcError(RPC_TYPE_ERROR, `JSON value of type ${jsonTypeName(o[key])} for field ${key} is not of expected type ${type}`);
+  }
+  const extra = Object.keys(o).find((k) => !Object.hasOwn(expected, k));
+  if (extra !== undefined) throw new RpcError(RPC_TYPE_ERROR, `Unexpected key ${extra}`);
+  return o;
+}
 
 /** Runs one call as CRPCTable::execute does; throws RpcError. */
 export function dispatchRpc(node: NodeState, method: string, params: unknown[] | Record<string, unknown>): unknown {

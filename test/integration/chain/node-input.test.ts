@@ -4,7 +4,7 @@ import { describe, test, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
 import { Publisher } from 'zeromq';
 import { Bitcoind, SCAN_TIMEOUT_MS } from '../../../src/bitcoin/bitcoind.ts';
-import { RpcClient, RpcUnavailableError } from '../../../src/bitcoin/rpc-client.ts';
+import { RpcClient, RpcProtocolError, RpcUnavailableError } from '../../../src/bitcoin/rpc-client.ts';
 import { ZmqFeed } from '../../../src/bitcoin/zmq-feed.ts';
 import { listenOnLoopback } from '../../helpers/listen.ts';
 import { tempDir } from '../../helpers/temp.ts';
@@ -15,14 +15,15 @@ import { MIGRATIONS } from '../../../src/db/migrations/index.ts';
 import { call, setupStore, startTestTill } from '../../helpers/till-server.ts';
 import { nodeEnv, waitFor } from './helpers.ts';
 
-/** A JSON-RPC server on loopback that answers every call with `result`, `delayMs` late. */
-async function startRpcServer(t: TestContext, result: unknown, delayMs = 0): Promise<string> {
+/** A JSON-RPC server on loopback that answers every call with `result` (or `error`), `delayMs` late. */
+async function startRpcServer(t: TestContext, result: unknown, delayMs = 0, error: { code: number; message: string } | null = null): Promise<string> {
   const server = createServer((req, res) => {
     let body = '';
     req.on('data', (d) => (body += d));
     req.on('end', () => {
       const calls = JSON.parse(body) as Array<{ id: number }>;
-      setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(calls.map((c) => ({ id: c.id, result, error: null })))), delayMs);
+      const answers = calls.map((c) => ({ id: c.id, result: error ? null : result, error }));
+      setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answers)), delayMs);
     });
   });
   const url = await listenOnLoopback(server);
@@ -97,6 +98,19 @@ describe('chain: bad input from the node', () => {
     rpc.abortCalls(); // as a stopping watcher does
     await assert.rejects(scan, RpcUnavailableError);
     assert.deepEqual(asked, [['scantxoutset', 'start'], ['scantxoutset', 'abort']]);
+  });
+
+  test('a node that cannot say what spends an outpoint (Core before 24) is no error; a garbled answer is', async (t) => {
+    const outpoint = `${'ab'.repeat(32)}:1`;
+    const spenders = async (result: unknown, error: { code: number; message: string } | null = null) => {
+      const rpc = new RpcClient({ url: await startRpcServer(t, result, 0, error), credentials: () => ({ user: 'u', password: 'p' }) });
+      return new Bitcoind(rpc).mempoolSpenders([outpoint]);
+    };
+    assert.deepEqual(await spenders(null, { code: -32601, message: 'Method not found' }), new Set());
+    assert.deepEqual(await spenders([{ txid: 'ab'.repeat(32), vout: 1, spendingtxid: 'cd'.repeat(32) }]), new Set(['cd'.repeat(32)]));
+    assert.deepEqual(await spenders([{ txid: 'ab'.repeat(32), vout: 1 }]), new Set(), 'unspent');
+    await assert.rejects(spenders([{ txid: 'ab'.repeat(32), vout: 1, spendingtxid: 'cd' }]), RpcProtocolError);
+    await assert.rejects(spenders([]), RpcProtocolError, 'one answer per outpoint');
   });
 
   test('stopping does not wait for an RPC call under way (a scan may take 30 minutes)', async (t) => {

@@ -331,6 +331,28 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.equal((await getInvoice(f, inv.id)).status, 'late_paid');
   });
 
+  // ZMQ loses messages (Core's doc/zmq.md): the bump's rawtx may never come, or come after the
+  // re-sync its removal started has found the original gone from the mempool.
+  onFake('an on-time payment stuck past the expiry and fee-bumped, the bump\'s rawtx lost: the mempool check finds the bump; paid, never expired', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
+    const txid = await f.node.pay(inv.address, 50_000, { rbf: true });
+    await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'mempool payment');
+    f.till.clock.advance(10 * 60_000);
+    assert.equal(await expireDueInvoices(f.till.rt.ctx), 0, 'it waits for its on-time payment');
+    fakeOnly(f).dropZmq((m) => m.topic === 'rawtx');
+    const bumped = await f.node.replace(txid);
+    fakeOnly(f).dropZmq(null);
+    await waitFor(async () => (await getInvoice(f, inv.id)).payments.some((p: any) => p.txid === txid && p.status === 'replaced'), 'the original found gone');
+    await f.till.rt.chain!.idle();
+    const waiting = await getInvoice(f, inv.id);
+    assert.deepEqual(Object.fromEntries(waiting.payments.map((p: any) => [p.txid, p.status])), { [txid]: 'replaced', [bumped]: 'mempool' });
+    assert.equal(await expireDueInvoices(f.till.rt.ctx), 0, 'it waits for the bump, as on time as what it replaced');
+    await mineAndSync(f);
+    assert.equal((await getInvoice(f, inv.id)).status, 'paid');
+    assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.payment_detected', 'invoice.paid']);
+  });
+
   for (const how of ['double-spent in the mempool', 'double-spent by a reorg'] as const) {
     test(`an invoice waiting past its expiry for an on-time payment ${how} while Till is down: expired when Till learns it, late window from then`, async (t) => {
       const reorg = how === 'double-spent by a reorg';
