@@ -1,7 +1,7 @@
 import type { TestContext } from 'node:test';
 import { ManualClock } from '../../../src/clock.ts';
 import { loadConfig } from '../../../src/config.ts';
-import { silentLogger } from '../../../src/log.ts';
+import { silentLogger, type Logger } from '../../../src/log.ts';
 import { createRuntime, type Runtime } from '../../../src/runtime.ts';
 import { call, setupStore, startTestTill, type TestStore, type TestTill } from '../../helpers/till-server.ts';
 import type { ChainNode } from './nodes.ts';
@@ -20,8 +20,8 @@ export function nodeEnv(node: Pick<ChainNode, 'rpcUrl' | 'cookieFile' | 'zmqEndp
 }
 
 /** A second Till runtime on the fixture's data dir, node and clock (after the first was stopped); not started. */
-export function restartTill(t: TestContext, f: ChainFixture): Runtime {
-  const rt = createRuntime(loadConfig({ env: { TILL_DATA_DIR: f.till.config.dataDir, TILL_NETWORK: 'regtest', TILL_RATES: 'fixed:65000', ...nodeEnv(f.node) } }), { clock: f.till.clock, logger: silentLogger });
+export function restartTill(t: TestContext, f: ChainFixture, opts: { logger?: Logger } = {}): Runtime {
+  const rt = createRuntime(loadConfig({ env: { TILL_DATA_DIR: f.till.config.dataDir, TILL_NETWORK: 'regtest', TILL_RATES: 'fixed:65000', ...nodeEnv(f.node) } }), { clock: f.till.clock, logger: opts.logger ?? silentLogger });
   t.after(() => rt.stop());
   return rt;
 }
