@@ -3,6 +3,7 @@ import type { Network } from '../config.ts';
 import type { StoredInvoice } from '../db/invoices.ts';
 import type { Logger } from '../log.ts';
 import type { ChainBlock } from '../db/chain-blocks.ts';
+import { watchUntil } from '../domain/invoice-state.ts';
 import { applyBlock, applyChainChange, applyMempoolTx, loadWatchSet, prevHashOf, readBlock, reconcileMempool, recordBlockSeen, scannedBlockFacts, settleWatchEnds, trackedMempoolTxids, type BlockFacts, type BlockHeader } from '../services/chain-payments.ts';
 import type { Context } from '../services/context.ts';
 import { RPC_PRUNED_OR_MISC, type Bitcoind } from './bitcoind.ts';
@@ -132,7 +133,11 @@ export class ChainWatcher {
 
   #watchInvoice(inv: StoredInvoice): void {
     if (!this.#watch) return;
-    this.#watch.add(inv.scriptHex, inv.rowid);
+    // A watch may end before the last prune (a store without a late window, paid long before its payment
+    // is deep enough to let go): the prunes look only at watches ending since the last one.
+    const until = watchUntil(inv);
+    if (until !== null && until <= this.#lastPrune) this.#watch.delete(inv.scriptHex, inv.rowid);
+    else this.#watch.add(inv.scriptHex, inv.rowid);
   }
 
   /**
@@ -346,7 +351,7 @@ export class ChainWatcher {
     this.#log.warn({ from: lowest.height, to: tip.height, deeper_than_kept: kept === null }, 'blocks left the best chain; rolling back');
     // The new branch is matched against the stale blocks' invoices too, watched or not: a payment it mines again is found.
     const staleInvoices = stale.flatMap((b) => ctx.repos.invoices.listWithPaymentsInBlock(b.hash));
-    for (const inv of staleInvoices) this.#watchInvoice(inv);
+    for (const inv of staleInvoices) this.#watch!.add(inv.scriptHex, inv.rowid);
     const connected: BlockFacts[] = [];
     let prevHash = kept?.hash ?? null;
     for (let height = lowest.height; height <= Math.min(nodeHeight, tip.height + REORG_SPAN); height++) {

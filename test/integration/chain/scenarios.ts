@@ -5,6 +5,7 @@ import { ManualClock } from '../../../src/clock.ts';
 import { databasePath } from '../../../src/db/connection.ts';
 import type { StoredInvoice } from '../../../src/db/invoices.ts';
 import { expireDueInvoices } from '../../../src/services/invoices.ts';
+import { updateStore } from '../../../src/services/stores.ts';
 import { addXpub } from '../../../src/services/xpubs.ts';
 import { failSyncDuring } from '../../helpers/held-sync.ts';
 import { call, startTestTill } from '../../helpers/till-server.ts';
@@ -130,6 +131,23 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.deepEqual(after.payments.map((p: { txid: string; status: string }) => [p.txid, p.status]), [[txid, 'confirmed']]);
     assert.equal(after.amount_received_sats, 50_000, 'the money is still shown, to be refunded');
     assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.expired', 'invoice.payment_detected']);
+  });
+
+  // Its watch ends at paid_at, before the syncs that bury its payment: a watch set pruned only of
+  // watches ending since the last prune kept such invoices in memory until a restart.
+  test('a store without a late window: a paid invoice leaves the watch set once its payment is 6 deep', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    updateStore(f.till.rt.ctx, f.store.storeId, { lateWindowMinutes: 0 });
+    const inv = await createInvoice(f);
+    await f.node.pay(inv.address, 50_000);
+    await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'mempool payment');
+    const watched = () => f.till.rt.chain!.health().watched_addresses;
+    await mineAndSync(f, 5);
+    assert.equal((await getInvoice(f, inv.id)).status, 'paid');
+    assert.equal(watched(), 1, 'watched while a reorg could still take its payment');
+    await mineAndSync(f);
+    assert.equal(watched(), 0);
+    assert.equal(f.till.rt.ctx.repos.invoices.countWatched(f.till.clock.now()), 0);
   });
 
   test('a payment to a cancelled invoice is recorded and reported, the invoice stays cancelled', async (t) => {
