@@ -75,6 +75,12 @@ export function isFullyExpired(invoice: Invoice, now: number): boolean {
 }
 
 /**
+ * How long a replaced payment may still be mined: nodes that kept it drop it
+ * after Core's default -mempoolexpiry (336 hours) at the latest.
+ */
+export const REPLACED_MAY_BE_MINED_MS = 14 * 24 * 3600_000;
+
+/**
  * Until when the chain watcher must watch the invoice's address: it watches
  * while `watchUntil` is null (no end yet) or later than now. Beyond joinUntil:
  * - pending: null; the expiry worker ends it, and it may wait for confirmations.
@@ -83,8 +89,20 @@ export function isFullyExpired(invoice: Invoice, now: number): boolean {
  *   would take it for replaced, and money sent would vanish from the invoice.
  * - paid, late_paid: null while a counting payment is shallower than
  *   REORG_SAFE_CONFIRMATIONS (a reorg could still reverse it).
+ * - and for REPLACED_MAY_BE_MINED_MS after a replaced payment was first seen:
+ *   gone from Till's node (evicted, or a reorg's loser), it may still be mined,
+ *   and then it counts again.
  */
 export function watchUntil(invoice: Invoice): number | null {
+  const end = watchEnd(invoice);
+  if (end === null) return null;
+  return invoice.payments.reduce(
+    (until, p) => (p.status === 'replaced' && !isSimulatedPayment(invoice, p.txid) ? Math.max(until, p.firstSeenAt + REPLACED_MAY_BE_MINED_MS) : until),
+    end,
+  );
+}
+
+function watchEnd(invoice: Invoice): number | null {
   switch (invoice.status) {
     case 'pending':
       return null;

@@ -1,4 +1,5 @@
 import type { TestContext } from 'node:test';
+import { Bitcoind } from '../../../src/bitcoin/bitcoind.ts';
 import { ManualClock } from '../../../src/clock.ts';
 import { loadConfig } from '../../../src/config.ts';
 import { silentLogger, type Logger } from '../../../src/log.ts';
@@ -95,4 +96,13 @@ export async function synced(f: ChainFixture): Promise<void> {
 export async function mineAndSync(f: ChainFixture, n = 1): Promise<void> {
   await f.node.mine(n);
   await synced(f);
+}
+
+/** Replaces a Bitcoind method for the test (every Till of the process); restored after it. */
+export function wrapBitcoind<K extends 'getBlockHash' | 'getChainInfo' | 'inMempool' | 'getRawMempoolTimes'>(t: { after(fn: () => void): void }, name: K, wrap: (original: Bitcoind[K]) => Bitcoind[K]): void {
+  const original = Bitcoind.prototype[name];
+  Bitcoind.prototype[name] = wrap(original);
+  t.after(() => {
+    Bitcoind.prototype[name] = original;
+  });
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
+import type { Bitcoind } from '../../../src/bitcoin/bitcoind.ts';
 import { ManualClock } from '../../../src/clock.ts';
 import { databasePath } from '../../../src/db/connection.ts';
 import type { StoredInvoice } from '../../../src/db/invoices.ts';
@@ -9,7 +10,7 @@ import { updateStore } from '../../../src/services/stores.ts';
 import { addXpub } from '../../../src/services/xpubs.ts';
 import { failSyncDuring } from '../../helpers/held-sync.ts';
 import { call, startTestTill } from '../../helpers/till-server.ts';
-import { createInvoice, eventTypes, getInvoice, listInvoices, mineAndSync, nodeEnv, restartAndCatchUp, restartTill, startChainFixture, startWatching, synced, waitFor, type NodeFactory } from './helpers.ts';
+import { createInvoice, eventTypes, getInvoice, listInvoices, mineAndSync, nodeEnv, restartAndCatchUp, restartTill, startChainFixture, startWatching, synced, waitFor, wrapBitcoind, type NodeFactory } from './helpers.ts';
 
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
@@ -149,6 +150,43 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.equal(watched(), 0);
     assert.equal(f.till.rt.ctx.repos.invoices.countWatched(f.till.clock.now()), 0);
   });
+
+  for (const restart of [false, true]) {
+    test(`a late payment Till's node dropped from its mempool after the late window, mined after all${restart ? ' (Till restarted in between)' : ''}: it counts again`, async (t) => {
+      const f = await startChainFixture(t, makeNode);
+      updateStore(f.till.rt.ctx, f.store.storeId, { lateWindowMinutes: 10 });
+      const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
+      f.till.clock.advance(6 * 60_000);
+      await expireDueInvoices(f.till.rt.ctx);
+      const txid = await f.node.pay(inv.address, 50_000);
+      await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'the late payment in the mempool');
+      f.till.clock.advance(15 * 60_000);
+      // Evicted from Till's node (a full mempool); a miner kept it.
+      wrapBitcoind(t, 'inMempool', (original) => async function (this: Bitcoind, txids: string[]) {
+        const present = await original.call(this, txids);
+        present.delete(txid);
+        return present;
+      });
+      wrapBitcoind(t, 'getRawMempoolTimes', (original) => async function (this: Bitcoind) {
+        const times = await original.call(this);
+        times.delete(txid);
+        return times;
+      });
+      await f.till.rt.chain!.requestSync(false, 'test');
+      assert.equal((await getInvoice(f, inv.id)).payments[0].status, 'replaced');
+      let rt = f.till.rt;
+      if (restart) {
+        await rt.stop();
+        rt = await restartAndCatchUp(t, f);
+      }
+      await f.node.mine(1);
+      await waitFor(() => rt.ctx.repos.invoices.get(inv.id)!.payments[0]!.status === 'confirmed', 'mined after all');
+      const after = rt.ctx.repos.invoices.get(inv.id)!;
+      assert.equal(after.status, 'expired', 'confirmed after the late window: too late to pay it');
+      assert.equal(after.payments[0]!.txid, txid);
+      assert.equal(after.payments[0]!.amountSats, 50_000, 'the money is shown again, to be refunded');
+    });
+  }
 
   test('a payment to a cancelled invoice is recorded and reported, the invoice stays cancelled', async (t) => {
     const f = await startChainFixture(t, makeNode);

@@ -4,7 +4,7 @@ import { Bitcoind } from '../../../src/bitcoin/bitcoind.ts';
 import { ManualClock } from '../../../src/clock.ts';
 import type { Runtime } from '../../../src/runtime.ts';
 import { expireDueInvoices } from '../../../src/services/invoices.ts';
-import { createInvoice, eventTypes, getInvoice, restartTill, startChainFixture, waitFor } from './helpers.ts';
+import { createInvoice, eventTypes, getInvoice, restartTill, startChainFixture, waitFor, wrapBitcoind } from './helpers.ts';
 import { startFakeNode } from './nodes.ts';
 
 // Syncs that fail or are cut short, on the fake node (whose RPC the tests
@@ -12,15 +12,6 @@ import { startFakeNode } from './nodes.ts';
 // judge invoices on a chain it has not finished reading.
 
 const MIN = 60_000;
-
-/** Replaces a Bitcoind method for the test; restored after it. */
-function wrapBitcoind<K extends 'getBlockHash' | 'getChainInfo' | 'inMempool'>(t: { after(fn: () => void): void }, name: K, wrap: (original: Bitcoind[K]) => Bitcoind[K]): void {
-  const original = Bitcoind.prototype[name];
-  Bitcoind.prototype[name] = wrap(original);
-  t.after(() => {
-    Bitcoind.prototype[name] = original;
-  });
-}
 
 describe('chain syncs that do not finish (fake node)', () => {
   test('bitcoind unreachable across expiry: live invoices wait, and a payment mined on time pays', async (t) => {

@@ -579,7 +579,8 @@ describe('watchUntil', () => {
     ['expired with a payment still in the mempool: open-ended', { ...EXPIRED, payments: [mempool('a', AMOUNT, EXPIRES + LATE_WINDOW - MINUTE)] }, null],
     ['expired, the late payment confirmed: to the end of the late window', { ...EXPIRED, payments: [confirmed('a', AMOUNT, EXPIRES + LATE_WINDOW - MINUTE)] }, EXPIRES + LATE_WINDOW],
     ['cancelled with a payment still in the mempool: open-ended', { ...CANCELLED, payments: [mempool('a', AMOUNT, T0 + 6 * MINUTE)] }, null],
-    ['cancelled with a replaced payment: a late window after cancelling', { ...CANCELLED, payments: [replaced('a', AMOUNT, T0 + 6 * MINUTE)] }, T0 + 5 * MINUTE + LATE_WINDOW],
+    ['cancelled with a replaced payment: 14 days after it was first seen (it may still be mined)', { ...CANCELLED, payments: [replaced('a', AMOUNT, T0 + 6 * MINUTE)] }, T0 + 6 * MINUTE + 14 * DAY],
+    ['cancelled with a replaced payment, a longer late window: the late window', { ...CANCELLED, lateWindowMs: 30 * DAY, payments: [replaced('a', AMOUNT, T0 + 6 * MINUTE)] }, T0 + 5 * MINUTE + 30 * DAY],
     [
       'cancelled with a simulated payment (never mined): a late window after cancelling',
       { ...CANCELLED, payments: [{ ...mempool('a', AMOUNT, T0 + 6 * MINUTE), txid: syntheticTxid(CANCELLED.id, 0) }] },
@@ -587,7 +588,9 @@ describe('watchUntil', () => {
     ],
     ['paid with a shallow payment: open-ended', PAID, null],
     ['paid with a payment back in mempool: open-ended', { ...PAID, payments: [mempool('a', AMOUNT, T0 + MINUTE)] }, null],
-    ['paid, all payments 6 deep: a late window after paying', { ...PAID, payments: [deep, replaced('b', 5, T0)] }, T0 + 10 * MINUTE + LATE_WINDOW],
+    ['paid, all payments 6 deep: a late window after paying', { ...PAID, payments: [deep] }, T0 + 10 * MINUTE + LATE_WINDOW],
+    ['paid, all payments 6 deep, one replaced: 14 days after the replaced one was first seen', { ...PAID, payments: [deep, replaced('b', 5, T0)] }, T0 + 14 * DAY],
+    ['paid with a shallow payment and a replaced one: open-ended', { ...PAID, payments: [...PAID.payments, replaced('b', 5, T0)] }, null],
     ['late_paid, all payments 6 deep', { ...LATE_PAID, payments: [deep] }, EXPIRES + DAY + LATE_WINDOW],
   ];
   for (const [name, invoice, expected] of valid) {
