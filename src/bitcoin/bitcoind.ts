@@ -95,10 +95,14 @@ export class Bitcoind {
     return out;
   }
 
-  /** Which of these txids are in the mempool now (one batch of getmempoolentry). */
-  async inMempool(txids: string[]): Promise<Set<string>> {
+  /** Which of these txids are in the mempool now, with the time each entered it (epoch ms; one batch of getmempoolentry). */
+  async inMempool(txids: string[]): Promise<Map<string, number>> {
     const answers = await this.rpc.batch(txids.map((t) => ({ method: 'getmempoolentry', params: [t] })));
-    return new Set(txids.filter((_, i) => !(answers[i] instanceof RpcError)));
+    const out = new Map<string, number>();
+    answers.forEach((a, i) => {
+      if (!(a instanceof RpcError)) out.set(txids[i]!, expectInteger(expectObject(a, 'getmempoolentry').time, 'getmempoolentry time') * 1000);
+    });
+    return out;
   }
 
   /**

@@ -451,8 +451,12 @@ export class ChainWatcher {
     const { bitcoind } = this.#o;
     const spenders = await bitcoind.mempoolSpenders(this.#ctx.repos.paymentSpends.spentBy(gone));
     if (spenders.size === 0 || !this.#running) return;
+    // First seen when the node took it (found minutes later, it may still be on time).
+    const times = await bitcoind.inMempool([...spenders]);
     const now = this.#ctx.clock.now();
-    for (const tx of await bitcoind.getRawTransactions([...spenders])) this.#publish(applyMempoolTx(this.#ctx, this.#watch!, tx, now));
+    for (const tx of await bitcoind.getRawTransactions([...times.keys()])) {
+      this.#publish(applyMempoolTx(this.#ctx, this.#watch!, tx, Math.min(now, times.get(tx.getId())!)));
+    }
   }
 
   /**

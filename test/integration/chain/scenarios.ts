@@ -409,6 +409,28 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.payment_detected', 'invoice.paid']);
   });
 
+  onFake('a replacement paying more, sent before the expiry, its ZMQ messages lost, found by the check after the expiry: first seen when the node took it, paid', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const start = f.till.clock.now();
+    const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
+    const txid = await f.node.pay(inv.address, 50_000, { rbf: true });
+    await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'mempool payment');
+    f.till.clock.advance(4 * 60_000);
+    fakeOnly(f).dropZmq((m) => m.topic === 'rawtx' || m.topic === 'sequence');
+    const replacement = await fakeOnly(f).replace(txid, { outputs: [{ address: inv.address, sats: 60_000 }] });
+    fakeOnly(f).dropZmq(null);
+    // The next check (the 30 s timer) runs after the expiry.
+    f.till.clock.advance(2 * 60_000);
+    await f.till.rt.chain!.requestSync(false, 'timer');
+    await expireDueInvoices(f.till.rt.ctx);
+    const waiting = await getInvoice(f, inv.id);
+    assert.equal(waiting.status, 'pending', 'on-time payments cover it: it waits for their block');
+    const seen = waiting.payments.find((p: any) => p.txid === replacement);
+    assert.equal(seen.first_seen_at, new Date(Math.floor((start + 4 * 60_000) / 1000) * 1000).toISOString(), 'the node\'s entry time (whole seconds)');
+    await mineAndSync(f);
+    assert.equal((await getInvoice(f, inv.id)).status, 'paid');
+  });
+
   for (const how of ['double-spent in the mempool', 'double-spent by a reorg'] as const) {
     test(`an invoice waiting past its expiry for an on-time payment ${how} while Till is down: expired when Till learns it, late window from then`, async (t) => {
       const reorg = how === 'double-spent by a reorg';
