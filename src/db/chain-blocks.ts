@@ -21,7 +21,7 @@ export function createChainBlocksRepo(db: Db) {
   return {
     tip: () => toBlock(tip.get()),
     get: (height: number) => toBlock(byHeight.get(height)),
-    /** When Till processed its tip block: how far its view of the chain reaches in time. */
+    /** How far Till's view of the chain reaches in time: its tip block's time, or when Till read it if earlier. */
     tipProcessedAt: (): number | null => tipProcessedAt.get() ?? null,
     insert(b: ChainBlock, at: number): void {
       insert.run(b.height, b.hash, b.prevHash, at);

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Bitcoind } from '../../../src/bitcoin/bitcoind.ts';
+import { RpcUnavailableError } from '../../../src/bitcoin/rpc-client.ts';
 import { ManualClock } from '../../../src/clock.ts';
 import type { Runtime } from '../../../src/runtime.ts';
 import { expireDueInvoices } from '../../../src/services/invoices.ts';
-import { createInvoice, eventTypes, getInvoice, restartTill, startChainFixture, waitFor, wrapBitcoind } from './helpers.ts';
+import { updateStore } from '../../../src/services/stores.ts';
+import { createInvoice, eventTypes, getInvoice, restartAndCatchUp, restartTill, startChainFixture, waitFor, wrapBitcoind } from './helpers.ts';
 import { startFakeNode } from './nodes.ts';
 
 // Syncs that fail or are cut short, on the fake node (whose RPC the tests
@@ -100,6 +102,39 @@ describe('chain syncs that do not finish (fake node)', () => {
     await rt2.chain!.idle();
     assert.deepEqual(expiredMidway, [0], 'the re-sync after the cut ran, and nothing expired before it');
     assert.equal(rt2.ctx.repos.invoices.get(inv.id)!.status, 'paid');
+  });
+
+  test('Till restarted during its catch-up: a late payment mined inside the late window while it was down is still found', async (t) => {
+    const f = await startChainFixture(t, startFakeNode);
+    updateStore(f.till.rt.ctx, f.store.storeId, { lateWindowMinutes: 10 });
+    const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
+    f.till.clock.advance(6 * MIN);
+    await expireDueInvoices(f.till.rt.ctx);
+    const H = (await f.node.tip()).height;
+    await f.till.rt.stop();
+    // While Till is down: a block, then the buyer pays late but inside the window, mined at once.
+    f.till.clock.advance(MIN);
+    await f.node.mine(1);
+    f.till.clock.advance(MIN);
+    const txid = await f.node.pay(inv.address, 50_000);
+    await f.node.mine(1);
+    // Till comes back after the window; its catch-up reads H+1 and is stopped before H+2.
+    f.till.clock.advance(30 * MIN);
+    let cut = true;
+    wrapBitcoind(t, 'getBlockHash', (original) => async function (this: Bitcoind, height: number) {
+      if (cut && height === H + 2) throw new RpcUnavailableError('the test cut the catch-up here');
+      return original.call(this, height);
+    });
+    const rt1 = restartTill(t, f);
+    rt1.chain!.start();
+    await waitFor(() => rt1.ctx.repos.chainBlocks.tip()?.height === H + 1, 'the catch-up to read H+1');
+    await rt1.stop();
+    cut = false;
+    f.till.clock.advance(MIN);
+    const rt2 = await restartAndCatchUp(t, f);
+    const after = rt2.ctx.repos.invoices.get(inv.id)!;
+    assert.deepEqual(after.payments.map((p) => [p.txid, p.status]), [[txid, 'confirmed']]);
+    assert.equal(after.status, 'late_paid');
   });
 
   test('a full re-sync asked for during a sync that meets a reorg stays full: a mempool payment whose rawtx was lost is found', async (t) => {
