@@ -259,6 +259,18 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     return { f, inv, original };
   };
 
+  /** A 50,000 invoice due in 5 minutes, paid on time (replaceable), `mined` or not, 10 minutes on: it waits past its expiry. */
+  const stuckPastExpiry = async (t: TestContext, opts: { confirmations?: number; mined?: boolean } = {}) => {
+    const f = await startChainFixture(t, makeNode, { confirmations: opts.confirmations });
+    const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
+    const txid = await f.node.pay(inv.address, 50_000, { rbf: true });
+    await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'mempool payment');
+    if (opts.mined) await mineAndSync(f);
+    f.till.clock.advance(10 * 60_000);
+    assert.equal(await expireDueInvoices(f.till.rt.ctx), 0, 'it waits for its on-time payment');
+    return { f, inv, txid };
+  };
+
   // A 0-conf store counts unconfirmed payments: were the replaced one to count until the next mempool check,
   // 30,000 and its 30,000 fee bump would cover a 50,000 invoice (invoice.paid: "fulfil the order here").
   test('0 conf: a fee-bumped underpayment never pays the invoice; the bump counts in place of what it replaced', async (t) => {
@@ -315,13 +327,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
   });
 
   test('Till down while a reorg puts an on-time payment (1 of 2 confirmations) back in the mempool, fee-bumped and mined: on time, paid', async (t) => {
-    const f = await startChainFixture(t, makeNode, { confirmations: 2 });
-    const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
-    const original = await f.node.pay(inv.address, 50_000, { rbf: true });
-    await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'mempool payment');
-    await mineAndSync(f);
-    f.till.clock.advance(10 * 60_000);
-    assert.equal(await expireDueInvoices(f.till.rt.ctx), 0, 'it waits for its on-time payment');
+    const { f, inv, txid: original } = await stuckPastExpiry(t, { confirmations: 2, mined: true });
     await f.till.rt.stop();
     await f.node.reorg(1, { leaveInMempool: [original] });
     const bumped = await f.node.replace(original);
@@ -349,12 +355,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
 
   for (const down of [false, true]) {
     test(`an on-time payment stuck past the expiry and fee-bumped then${down ? ' (mined while Till is down)' : ''} is as on time as it was: paid, never expired`, async (t) => {
-      const f = await startChainFixture(t, makeNode);
-      const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
-      const txid = await f.node.pay(inv.address, 50_000, { rbf: true });
-      await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'mempool payment');
-      f.till.clock.advance(10 * 60_000);
-      assert.equal(await expireDueInvoices(f.till.rt.ctx), 0, 'it waits for its on-time payment');
+      const { f, inv, txid } = await stuckPastExpiry(t);
       let rt = f.till.rt;
       if (down) await rt.stop();
       const bumped = await f.node.replace(txid);
@@ -376,11 +377,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
   }
 
   onFake('a replacement that pays more than the on-time payment it replaced, after the expiry, is new money: late', async (t) => {
-    const f = await startChainFixture(t, makeNode);
-    const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
-    const txid = await f.node.pay(inv.address, 50_000, { rbf: true });
-    await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'mempool payment');
-    f.till.clock.advance(10 * 60_000);
+    const { f, inv, txid } = await stuckPastExpiry(t);
     await fakeOnly(f).replace(txid, { outputs: [{ address: inv.address, sats: 60_000 }] });
     await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 2, 'the replacement seen');
     await mineAndSync(f);
@@ -390,12 +387,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
   // ZMQ loses messages (Core's doc/zmq.md): the bump's rawtx may never come, or come after the
   // re-sync its removal started has found the original gone from the mempool.
   onFake('an on-time payment stuck past the expiry and fee-bumped, the bump\'s rawtx lost: the mempool check finds the bump; paid, never expired', async (t) => {
-    const f = await startChainFixture(t, makeNode);
-    const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
-    const txid = await f.node.pay(inv.address, 50_000, { rbf: true });
-    await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'mempool payment');
-    f.till.clock.advance(10 * 60_000);
-    assert.equal(await expireDueInvoices(f.till.rt.ctx), 0, 'it waits for its on-time payment');
+    const { f, inv, txid } = await stuckPastExpiry(t);
     fakeOnly(f).dropZmq((m) => m.topic === 'rawtx');
     const bumped = await f.node.replace(txid);
     fakeOnly(f).dropZmq(null);
@@ -434,13 +426,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
   for (const how of ['double-spent in the mempool', 'double-spent by a reorg'] as const) {
     test(`an invoice waiting past its expiry for an on-time payment ${how} while Till is down: expired when Till learns it, late window from then`, async (t) => {
       const reorg = how === 'double-spent by a reorg';
-      const f = await startChainFixture(t, makeNode, { confirmations: reorg ? 2 : 1 });
-      const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
-      const txid = await f.node.pay(inv.address, 50_000, { rbf: true });
-      await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'mempool payment');
-      if (reorg) await mineAndSync(f); // 1 of 2 confirmations
-      f.till.clock.advance(10 * 60_000);
-      assert.equal(await expireDueInvoices(f.till.rt.ctx), 0, 'it waits for its on-time payment');
+      const { f, inv, txid } = await stuckPastExpiry(t, { confirmations: reorg ? 2 : 1, mined: reorg }); // mined: 1 of 2 confirmations
       await f.till.rt.stop();
       f.till.clock.advance(6 * DAY);
       if (reorg) await f.node.reorg(1, { dropTxids: [txid] });
