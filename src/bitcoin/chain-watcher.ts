@@ -141,13 +141,13 @@ export class ChainWatcher {
   }
 
   /**
-   * As of the last block Till processed, not of now: an invoice whose watch
+   * As of how far Till has read the chain, not of now: an invoice whose watch
    * ended while Till was down is still watched in the blocks it missed (the
    * prune after the catch-up lets it go).
    */
   #buildWatchSet(): void {
     const now = this.#ctx.clock.now();
-    const asOf = Math.min(now, this.#ctx.repos.chainBlocks.tipProcessedAt() ?? now);
+    const asOf = Math.min(now, this.#ctx.repos.chainBlocks.readUpTo() ?? now);
     settleWatchEnds(this.#ctx);
     this.#watch = loadWatchSet(this.#ctx, asOf);
     this.#lastPrune = asOf;

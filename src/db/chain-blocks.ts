@@ -13,7 +13,8 @@ export function createChainBlocksRepo(db: Db) {
   const tip = db.prepare<[], { height: number; hash: string; prev_hash: string }>('SELECT height, hash, prev_hash FROM chain_blocks ORDER BY height DESC LIMIT 1');
   const byHeight = db.prepare<[number], { height: number; hash: string; prev_hash: string }>('SELECT height, hash, prev_hash FROM chain_blocks WHERE height = ?');
   const insert = db.prepare<[number, string, string, number]>('INSERT OR REPLACE INTO chain_blocks (height, hash, prev_hash, processed_at) VALUES (?, ?, ?, ?)');
-  const tipProcessedAt = db.prepare<[], number>('SELECT processed_at FROM chain_blocks ORDER BY height DESC LIMIT 1').pluck();
+  // A block's time need only exceed the median of the 11 before it (consensus): none still unread is older than these.
+  const readUpTo = db.prepare<[], number | null>('SELECT MIN(processed_at) FROM (SELECT processed_at FROM chain_blocks ORDER BY height DESC LIMIT 11)').pluck();
   const remove = db.prepare<[number]>('DELETE FROM chain_blocks WHERE height = ?');
   const prune = db.prepare<[number]>('DELETE FROM chain_blocks WHERE height < ?');
   const toBlock = (r: { height: number; hash: string; prev_hash: string } | undefined): ChainBlock | null =>
@@ -21,8 +22,11 @@ export function createChainBlocksRepo(db: Db) {
   return {
     tip: () => toBlock(tip.get()),
     get: (height: number) => toBlock(byHeight.get(height)),
-    /** How far Till's view of the chain reaches in time: its tip block's time, or when Till read it if earlier. */
-    tipProcessedAt: (): number | null => tipProcessedAt.get() ?? null,
+    /**
+     * How far Till's view of the chain reaches in time: no block it has yet to read is older. Each block counts
+     * at its time, or when Till read it if earlier; the earliest of the last 11, as block times may go back.
+     */
+    readUpTo: (): number | null => readUpTo.get() ?? null,
     insert(b: ChainBlock, at: number): void {
       insert.run(b.height, b.hash, b.prevHash, at);
     },

@@ -162,6 +162,9 @@ export function createInvoicesRepo(db: Db) {
   const finishedWatchedWhileNeeded = db.prepare<[number], InvoiceRow>(
     "SELECT rowid, * FROM invoices WHERE watch_until = ? AND status <> 'pending'",
   );
+  const finishedWithReplacedSince = db.prepare<[number], InvoiceRow>(
+    "SELECT rowid, * FROM invoices WHERE status <> 'pending' AND id IN (SELECT invoice_id FROM payments WHERE status = 'replaced' AND first_seen_at > ?)",
+  );
   const withMempoolPayments = db.prepare<[], InvoiceRow>(
     "SELECT rowid, * FROM invoices WHERE id IN (SELECT invoice_id FROM payments WHERE status = 'mempool')",
   );
@@ -270,6 +273,10 @@ export function createInvoicesRepo(db: Db) {
     /** Invoices past pending still watched while needed (see chain-payments settleWatchEnds). */
     listFinishedWatchedWhileNeeded(): StoredInvoice[] {
       return loadMany(finishedWatchedWhileNeeded.all(WATCH_WHILE_NEEDED));
+    },
+    /** Finished invoices with a payment replaced after `since` (one pass over the payments: for a one-time fix). */
+    listFinishedWithReplacedSince(since: number): StoredInvoice[] {
+      return loadMany(finishedWithReplacedSince.all(since));
     },
     listWithMempoolPayments(): StoredInvoice[] {
       return loadMany(withMempoolPayments.all());

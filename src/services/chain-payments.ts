@@ -4,7 +4,7 @@ import { WatchSet } from '../bitcoin/watch-set.ts';
 import type { StoredInvoice } from '../db/invoices.ts';
 import type { Payment } from '../domain/invoice.ts';
 import { isCounting } from '../domain/invoice-amounts.ts';
-import { joinUntil, outpointKey, transition, watchUntil, type Fact } from '../domain/invoice-state.ts';
+import { joinUntil, outpointKey, REPLACED_MAY_BE_MINED_MS, transition, watchUntil, type Fact } from '../domain/invoice-state.ts';
 import { isSimulatedPayment } from '../domain/synthetic-payment.ts';
 import type { Context } from './context.ts';
 import { saveTransition } from './invoices.ts';
@@ -36,23 +36,33 @@ const STATE_DEPTH = 7;
 const BLOCKS_KEPT = 1000;
 
 /**
- * Gives invoices kept watched "while needed" that no longer need it their
- * real watch end: an upgrade from schema 2 gave every invoice the sentinel,
- * and a finished one would otherwise stay in the watch set for good. Once
- * per data dir (it reads every pending invoice): every write since sets it.
+ * Gives invoices the watch end today's rules give them, where an older Till
+ * wrote another; once per data dir for each change of rule (each reads many
+ * rows): every write since sets it.
+ * - An upgrade from schema 2 gave every invoice the "while needed" sentinel:
+ *   a finished one would otherwise stay in the watch set for good.
+ * - Before a replaced payment kept its invoice watched (REPLACED_MAY_BE_MINED_MS),
+ *   the ends were shorter: one mined after all would not be found.
  */
 export function settleWatchEnds(ctx: Context): void {
-  if (ctx.repos.meta.get(WATCH_ENDS_SETTLED)) return;
+  settleWatchEndsOnce(ctx, WATCH_ENDS_SETTLED, () => ctx.repos.invoices.listFinishedWatchedWhileNeeded());
+  settleWatchEndsOnce(ctx, REPLACED_WATCH_ENDS_SETTLED, () => ctx.repos.invoices.listFinishedWithReplacedSince(ctx.clock.now() - REPLACED_MAY_BE_MINED_MS));
+}
+
+/** Writes each listed invoice's watch end as watchUntil() says, once per data directory. */
+function settleWatchEndsOnce(ctx: Context, flag: string, list: () => StoredInvoice[]): void {
+  if (ctx.repos.meta.get(flag)) return;
   writeChainChange(ctx, () => {
-    for (const inv of ctx.repos.invoices.listFinishedWatchedWhileNeeded()) {
+    for (const inv of list()) {
       const until = watchUntil(inv);
       if (until !== null) ctx.repos.invoices.touch(inv.id, until);
     }
-    ctx.repos.meta.set(WATCH_ENDS_SETTLED, '1');
+    ctx.repos.meta.set(flag, '1');
   });
 }
 
 const WATCH_ENDS_SETTLED = 'watch_ends_settled';
+const REPLACED_WATCH_ENDS_SETTLED = 'replaced_watch_ends_settled';
 
 /** The watch set as of now: every invoice whose address must be watched. */
 export function loadWatchSet(ctx: Context, now: number): WatchSet {

@@ -5,6 +5,7 @@ import type { Bitcoind } from '../../../src/bitcoin/bitcoind.ts';
 import { ManualClock } from '../../../src/clock.ts';
 import { databasePath } from '../../../src/db/connection.ts';
 import type { StoredInvoice } from '../../../src/db/invoices.ts';
+import { joinUntil } from '../../../src/domain/invoice-state.ts';
 import { expireDueInvoices } from '../../../src/services/invoices.ts';
 import { updateStore } from '../../../src/services/stores.ts';
 import { addXpub } from '../../../src/services/xpubs.ts';
@@ -151,8 +152,8 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.equal(f.till.rt.ctx.repos.invoices.countWatched(f.till.clock.now()), 0);
   });
 
-  for (const restart of [false, true]) {
-    test(`a late payment Till's node dropped from its mempool after the late window, mined after all${restart ? ' (Till restarted in between)' : ''}: it counts again`, async (t) => {
+  for (const restart of ['', 'Till restarted', 'Till upgraded from a version that kept a shorter watch'] as const) {
+    test(`a late payment Till's node dropped from its mempool after the late window, mined after all${restart ? ` (${restart} in between)` : ''}: it counts again`, async (t) => {
       const f = await startChainFixture(t, makeNode);
       updateStore(f.till.rt.ctx, f.store.storeId, { lateWindowMinutes: 10 });
       const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
@@ -176,7 +177,15 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
       assert.equal((await getInvoice(f, inv.id)).payments[0].status, 'replaced');
       let rt = f.till.rt;
       if (restart) {
+        const stored = rt.ctx.repos.invoices.get(inv.id)!;
         await rt.stop();
+        if (restart !== 'Till restarted') {
+          // What that version wrote: the end of the window for new money, and no sign of the new rule.
+          const db = new Database(databasePath(f.till.config.dataDir));
+          db.prepare('UPDATE invoices SET watch_until = ? WHERE id = ?').run(joinUntil(stored), inv.id);
+          db.prepare("DELETE FROM meta WHERE key = 'replaced_watch_ends_settled'").run();
+          db.close();
+        }
         rt = await restartAndCatchUp(t, f);
       }
       await f.node.mine(1);
