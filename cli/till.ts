@@ -7,11 +7,12 @@ import { LeaseHeldError } from '../src/services/server-lease.ts';
 import { fail } from './output.ts';
 import { buildProgram } from './program.ts';
 
-try {
-  await buildProgram().parseAsync(process.argv);
-} catch (err) {
-  if (err instanceof ApiError || err instanceof ConfigError || err instanceof SchemaTooNewError || err instanceof NoDatabaseError || err instanceof LeaseHeldError) fail(err.message);
-  const code = (err as NodeJS.ErrnoException).code;
-  if (code === 'SQLITE_CANTOPEN' || code === 'SQLITE_BUSY' || code === 'SQLITE_NOTADB') fail(`database: ${(err as Error).message}`);
-  fail(`unexpected error: ${(err as Error).message}`);
-}
+// A promise chain, not a top-level await: the single binary runs this as CommonJS.
+buildProgram()
+  .parseAsync(process.argv)
+  .catch((err: unknown) => {
+    if (err instanceof ApiError || err instanceof ConfigError || err instanceof SchemaTooNewError || err instanceof NoDatabaseError || err instanceof LeaseHeldError) fail(err.message);
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'SQLITE_CANTOPEN' || code === 'SQLITE_BUSY' || code === 'SQLITE_NOTADB') fail(`database: ${(err as Error).message}`);
+    fail(`unexpected error: ${(err as Error).message}`);
+  });

@@ -1,5 +1,5 @@
-import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import { sqliteForThread } from '../embedded.ts';
 import type { Db } from './connection.ts';
 import { commitJobs, runStatementsOn, type Outcome, type Statement } from './write-queue.ts';
 
@@ -32,7 +32,8 @@ export const CHECKPOINT_REPORT_MS = 60_000;
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
-const db = new Database(workerData.path, { timeout: workerData.busyTimeoutMs });
+const binding = workerData.nativeBinding ? { nativeBinding: workerData.nativeBinding } : {};
+const db = new Database(workerData.path, { timeout: workerData.busyTimeoutMs, ...binding });
 db.pragma('synchronous = ' + workerData.synchronous);
 db.pragma('foreign_keys = ON');
 ${commitJobs}
@@ -105,7 +106,8 @@ export interface DbThreadOptions {
 export function startDbThread(db: Db, opts: DbThreadOptions): DbThread {
   db.pragma(`wal_autocheckpoint = ${WRITER_CHECKPOINT_PAGES}`);
   const workerData = {
-    driver: createRequire(import.meta.url).resolve('better-sqlite3'),
+    // better-sqlite3 from node_modules; in the single binary, copies it extracted.
+    ...sqliteForThread(),
     path: db.name,
     intervalMs: opts.intervalMs ?? DEFAULT_INTERVAL_MS,
     busyTimeoutMs: opts.busyTimeoutMs,

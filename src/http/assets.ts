@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { H3Event } from 'h3';
+import { embeddedAsset, IN_BINARY } from '../embedded.ts';
 
 // The one place static files are read. Paths are resolved from this module,
 // never the working directory, and every read goes through readAsset(name),
-// so the single binary can swap the file read for an embedded copy.
+// so the single binary reads its embedded copy instead (src/embedded.ts).
 const ASSETS_DIR = new URL('../../assets/', import.meta.url);
 
 const CONTENT_TYPES: Record<string, string> = {
@@ -33,16 +34,20 @@ export function readAsset(name: string): Asset | null {
   if (cached) return cached;
   const ext = ASSET_NAME.exec(name)?.[1];
   if (!ext) return null;
-  let body: Uint8Array<ArrayBuffer>;
+  const body = IN_BINARY ? embeddedAsset(name) : readAssetFile(name);
+  if (!body) return null;
+  const asset = toAsset(body, CONTENT_TYPES[ext]!);
+  cache.set(name, asset);
+  return asset;
+}
+
+function readAssetFile(name: string): Uint8Array<ArrayBuffer> | null {
   try {
-    body = new Uint8Array(readFileSync(new URL(name, ASSETS_DIR)));
+    return new Uint8Array(readFileSync(new URL(name, ASSETS_DIR)));
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;
   }
-  const asset = toAsset(body, CONTENT_TYPES[ext]!);
-  cache.set(name, asset);
-  return asset;
 }
 
 /** Wraps generated content (a QR code) so it is served like a file. */

@@ -1,0 +1,117 @@
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { homedir } from 'node:os';
+import { isAbsolute, join } from 'node:path';
+import * as sea from 'node:sea';
+
+// What the single executable (npm run build, scripts/build/) carries that a
+// checkout reads from node_modules and assets/: the native addons, the SQLite
+// driver the database thread requires, and the static files. This module is
+// the one seam: outside the binary its answers are what the checkout always did.
+
+/** True when running as the single executable. */
+export const IN_BINARY = sea.isSea();
+
+/** The variable that overrides where the binary extracts its native addons. */
+export const CACHE_DIR_ENV = 'TILL_CACHE_DIR';
+
+/** Written by scripts/build/sea.ts: each extractable file's asset key and what it should be on disk. */
+export const MANIFEST_ASSET = 'manifest.json';
+/** Static files are embedded under this prefix plus their name in assets/. */
+export const ASSET_PREFIX = 'assets/';
+
+export interface ManifestEntry {
+  asset: string;
+  /** The file name on disk: its content hash is part of it, so an upgrade never loads an older copy. */
+  file: string;
+  size: number;
+}
+/** Names the build embeds: the two native addons and the database thread's driver (better-sqlite3 as one CommonJS file). */
+export type Extractable = 'better-sqlite3' | 'zeromq' | 'sqlite-driver';
+export type Manifest = Record<Extractable, ManifestEntry>;
+
+let manifest: Manifest | null = null;
+const loaded = new Map<Extractable, object>();
+
+function readManifest(): Manifest {
+  return (manifest ??= JSON.parse(sea.getAsset(MANIFEST_ASSET, 'utf8')) as Manifest);
+}
+
+/**
+ * Where the binary's native files go: $TILL_CACHE_DIR, else the XDG cache
+ * (~/.cache/till). Not the temp dir: it is often mounted noexec, and dlopen
+ * needs to map the file executable.
+ */
+export function cacheDir(env: NodeJS.ProcessEnv = process.env): string {
+  if (env[CACHE_DIR_ENV]) return env[CACHE_DIR_ENV];
+  // The XDG spec says to ignore a relative XDG_CACHE_HOME.
+  const xdg = env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : join(homedir(), '.cache');
+  return join(xdg, 'till');
+}
+
+/**
+ * The file on disk, written on first use. Written whole and fsynced under a
+ * name of its own, then renamed into place: a reader (another till starting
+ * at the same moment) sees no file or the whole one, and two writers just
+ * rename identical bytes over each other.
+ */
+function extract(name: Extractable): string {
+  const entry = readManifest()[name];
+  const dir = cacheDir();
+  const target = join(dir, entry.file);
+  if (statSync(target, { throwIfNoEntry: false })?.size === entry.size) return target;
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const temp = `${target}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`;
+  const fd = openSync(temp, 'wx', 0o700);
+  try {
+    writeSync(fd, new Uint8Array(sea.getRawAsset(entry.asset)));
+    fsyncSync(fd);
+  } catch (err) {
+    closeSync(fd);
+    rmSync(temp, { force: true });
+    throw err;
+  }
+  closeSync(fd);
+  renameSync(temp, target);
+  return target;
+}
+
+/**
+ * A native addon from the binary, loaded once. Without it nothing runs, and
+ * zeromq's is loaded as the bundle starts, before any command could catch an
+ * error: a failure ends the process with a message saying what to change.
+ */
+export function loadNativeAddon(name: 'better-sqlite3' | 'zeromq'): object {
+  const done = loaded.get(name);
+  if (done) return done;
+  const module = { exports: {} };
+  let path = cacheDir();
+  try {
+    path = extract(name);
+    process.dlopen(module, path);
+  } catch (err) {
+    process.stderr.write(
+      `till: cannot load the ${name} native addon from ${path}: ${(err as Error).message}\n` +
+        `till: the binary writes its native addons there and runs them: set ${CACHE_DIR_ENV} to a folder this user can write and run code from\n`,
+    );
+    process.exit(1);
+  }
+  loaded.set(name, module.exports);
+  return module.exports;
+}
+
+/** What the database thread requires (it runs plain CommonJS, outside the bundle), and the addon path it passes as nativeBinding. */
+export function sqliteForThread(): { driver: string; nativeBinding?: string } {
+  if (!IN_BINARY) return { driver: createRequire(import.meta.url).resolve('better-sqlite3') };
+  return { driver: extract('sqlite-driver'), nativeBinding: extract('better-sqlite3') };
+}
+
+/** An embedded static file by its name in assets/ ("checkout/index.html"); null when the binary has none. */
+export function embeddedAsset(name: string): Uint8Array<ArrayBuffer> | null {
+  try {
+    return new Uint8Array(sea.getAsset(ASSET_PREFIX + name));
+  } catch {
+    return null;
+  }
+}
