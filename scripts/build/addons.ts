@@ -1,0 +1,24 @@
+import { createRequire } from 'node:module';
+import type { Extractable } from '../../src/embedded.ts';
+
+const require = createRequire(import.meta.url);
+
+/**
+ * The native addon files this Node loads for better-sqlite3 and zeromq.
+ * Asked of Node rather than guessed from the packages' folders: each package
+ * picks one of several prebuilt files by platform, libc and ABI, and the
+ * binary must carry the one that runs on this Node.
+ */
+export function findNativeAddons(): Record<Exclude<Extractable, 'sqlite-driver'>, string> {
+  const Database = require('better-sqlite3') as new (file: string) => { close(): void };
+  new Database(':memory:').close();
+  require('zeromq');
+  const loaded = Object.keys(require.cache).filter((file) => file.endsWith('.node'));
+  return { 'better-sqlite3': pickAddon(loaded, 'better-sqlite3'), zeromq: pickAddon(loaded, 'zeromq') };
+}
+
+function pickAddon(loaded: string[], pkg: string): string {
+  const found = loaded.filter((file) => file.includes(`/node_modules/${pkg}/`));
+  if (found.length !== 1) throw new Error(`expected one native addon loaded from ${pkg}, found ${found.length}: ${found.join(', ') || 'none'}`);
+  return found[0]!;
+}

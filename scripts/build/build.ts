@@ -1,0 +1,59 @@
+// npm run build [-- --out <file>]: the single executable (Node SEA) for this
+// machine's platform and architecture, dist/till by default. Nothing is
+// downloaded: the Node inside is the one npm ci installed (node_modules/node).
+import { mkdirSync, mkdtempSync, renameSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { findNativeAddons } from './addons.ts';
+import { bundleApp, bundleSqliteDriver } from './bundle.ts';
+import { listStaticAssets, mb, writeExecutable, writeManifest, writeSeaBlob } from './sea.ts';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** Runs one named step, printing its time; a failure names the step. */
+async function step<T>(name: string, fn: () => T | Promise<T>): Promise<T> {
+  const started = performance.now();
+  try {
+    const result = await fn();
+    process.stdout.write(`  ${name} (${((performance.now() - started) / 1000).toFixed(1)} s)\n`);
+    return result;
+  } catch (err) {
+    throw new Error(`${name} failed: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+async function buildBinary(out: string): Promise<void> {
+  const started = performance.now();
+  const work = mkdtempSync(join(tmpdir(), 'till-build-'));
+  try {
+    process.stdout.write(`Building ${out} (Node ${process.versions.node}, ${process.platform}-${process.arch})\n`);
+    const app = join(work, 'till.cjs');
+    const driver = join(work, 'sqlite-driver.cjs');
+    await step('bundle the app with esbuild', () => bundleApp(app));
+    await step('bundle better-sqlite3 for the database thread', () => bundleSqliteDriver(driver));
+    const addons = await step('find the native addons Node loads', () => findNativeAddons());
+    const assets = { ...listStaticAssets(), ...writeManifest({ ...addons, 'sqlite-driver': driver }, join(work, 'manifest.json')) };
+    const blob = await step('make the SEA blob', () => writeSeaBlob(work, app, assets));
+    mkdirSync(dirname(out), { recursive: true });
+    // Built beside the target and renamed: a failed build leaves no half-made binary under its name.
+    const partial = `${out}.partial`;
+    await step('copy node, strip it, inject the blob (postject)', () => writeExecutable(blob, partial));
+    renameSync(partial, out);
+    const seconds = ((performance.now() - started) / 1000).toFixed(1);
+    process.stdout.write(`Built ${out}: ${mb(statSync(out).size)} in ${seconds} s\n`);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+const { values } = parseArgs({ options: { out: { type: 'string' } } });
+const out = resolve(values.out ?? join(ROOT, 'dist/till'));
+try {
+  await buildBinary(out);
+} catch (err) {
+  rmSync(`${out}.partial`, { force: true });
+  process.stderr.write(`build: ${(err as Error).message}\n`);
+  process.exit(1);
+}
