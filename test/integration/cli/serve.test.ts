@@ -8,25 +8,10 @@ import Database from 'better-sqlite3';
 import { databasePath } from '../../../src/db/connection.ts';
 import { LEASE_RENEW_MS, LEASE_TTL_MS } from '../../../src/services/server-lease.ts';
 import { runTill, TILL } from '../../helpers/cli.ts';
+import { whenServing, type Serving } from '../../helpers/serve.ts';
 import { tempDir } from '../../helpers/temp.ts';
 
-/**
- * Starts `till serve --demo` on port 0; resolves once it listens and, on a
- * fresh data dir (`seeded` false), printed the demo key ('' otherwise).
- */
-interface Serving {
-  url: string;
-  key: string;
-  pid: number;
-  output: () => string;
-  errors: () => string;
-  /** The exit code, once it exited. */
-  exited: Promise<number | null>;
-  stop: () => Promise<void>;
-  crash: () => Promise<void>;
-  signal: (signal: NodeJS.Signals) => void;
-}
-
+/** Starts `till serve --demo` on port 0 (see whenServing). */
 function startServe(dataDir: string, { logLevel = 'silent', seeded = false, env = {} as Record<string, string>, maxDescriptors = 0 } = {}): Promise<Serving> {
   const args = [TILL, '--data-dir', dataDir, '--port', '0', 'serve', '--demo'];
   // `ulimit -n` then exec: the same process, with that many descriptors at most.
@@ -35,28 +20,7 @@ function startServe(dataDir: string, { logLevel = 'silent', seeded = false, env 
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', TILL_LOG_LEVEL: logLevel, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let out = '';
-  let err = '';
-  child.stderr.on('data', (d) => (err += d));
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start: ${out}`)), 20_000);
-    child.stdout.on('data', (d) => {
-      out += d;
-      const url = /Till listening on (http:\/\/\S+)/.exec(out)?.[1];
-      const key = /svc_test_[0-9A-Za-z]{32}/.exec(out)?.[0] ?? (seeded ? '' : undefined);
-      if (url && key !== undefined) {
-        clearTimeout(timer);
-        const end = (signal: NodeJS.Signals) => new Promise<void>((r) => {
-          if (child.exitCode !== null || child.signalCode !== null) return r();
-          child.once('exit', () => r());
-          child.kill(signal);
-        });
-        resolve({ url, key, pid: child.pid!, output: () => out, errors: () => err, exited, stop: () => end('SIGTERM'), crash: () => end('SIGKILL'), signal: (sig) => child.kill(sig) });
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`serve exited ${code}: ${out}`)));
-  });
+  return whenServing(child, { seeded });
 }
 
 test('npm start path: serve --demo on a fresh data dir creates a demo store and takes an invoice', async (t) => {
