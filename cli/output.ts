@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from 'commander';
+import { IN_BINARY } from '../src/embedded.ts';
 
 // Every command prints either human lines or, with --json, one JSON document
 // on stdout; errors are one line on stderr and a non-zero exit code.
@@ -6,6 +7,9 @@ import { InvalidArgumentError } from 'commander';
 export interface OutputOptions {
   json?: boolean;
 }
+
+/** How the user runs Till, for the commands Till suggests: the installed binary, or the checkout's script. */
+export const TILL_COMMAND = IN_BINARY ? 'till' : 'npm run till --';
 
 export function emit(opts: OutputOptions, data: unknown, human: () => string): void {
   process.stdout.write(opts.json ? JSON.stringify(data, null, 2) + '\n' : human() + '\n');

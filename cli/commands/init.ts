@@ -13,7 +13,7 @@ import { refuseUpgradeUnderServer } from '../../src/services/server-lease.ts';
 import { createStore } from '../../src/services/stores.ts';
 import { addXpub, retireXpub } from '../../src/services/xpubs.ts';
 import { configFrom } from '../context.ts';
-import { emit } from '../output.ts';
+import { emit, TILL_COMMAND } from '../output.ts';
 
 // First-time setup. On a terminal it asks; with --yes (or no terminal, as in
 // scripts) it takes the flags and environment as they are. Either way it
@@ -124,7 +124,7 @@ export function initCommand(): Command {
       written.push(writeSettingsFile(config, 'Written by till init.'));
       if (interactive) {
         await firstStore(config);
-        p.outro(`Wrote ${path}. Start Till with: npm run till -- serve --data-dir ${config.dataDir}`);
+        p.outro(`Wrote ${path}. Start Till with: ${TILL_COMMAND} serve --data-dir ${config.dataDir}`);
       } else {
         emit(this.optsWithGlobals(), { path, settings: settingsTable(config, true) }, () => `wrote ${path}`);
       }

@@ -5,7 +5,7 @@ import { listen } from '../../src/http/server.ts';
 import { createRuntime } from '../../src/runtime.ts';
 import { seedDemo, writeDemoSettings } from '../../src/services/demo.ts';
 import { configFrom } from '../context.ts';
-import { fail } from '../output.ts';
+import { fail, TILL_COMMAND } from '../output.ts';
 
 /** How long requests under way at SIGTERM/SIGINT may take to finish before their connections are cut. */
 const SHUTDOWN_GRACE_MS = 5_000;
@@ -44,7 +44,7 @@ export function serveCommand(): Command {
           `\nDemo store ${demo.storeId} created (test mode). Its API key, shown once:\n\n  ${demo.apiKey}\n\n` +
             `The secret that signs deliveries to invoices' callback_url (docs/WEBHOOKS.md), shown once:\n\n  ${demo.callbackSecret}\n\n` +
             `Try: curl -s ${server.url}/v1/invoices -H "Authorization: Bearer ${demo.apiKey}" -H "Content-Type: application/json" -d '{"amount_sats": 10000}'\n` +
-            (demoSettings ? `\nThe demo's settings are in ${demoSettings}: CLI commands on this data directory use them (npm run till -- --help).\n` : ''),
+            (demoSettings ? `\nThe demo's settings are in ${demoSettings}: CLI commands on this data directory use them (${TILL_COMMAND} --help).\n` : ''),
         );
       }
       let stopping = false;

@@ -33,6 +33,7 @@ test('the single binary runs the CLI and serves the demo from an empty folder', 
   t.after(() => child.kill('SIGKILL'));
   const till = await whenServing(child);
   assert.match(till.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+  assert.match(till.output(), /use them \(till --help\)/, 'it names itself, not npm, in what it suggests');
 
   const res = await fetch(`${till.url}/v1/invoices`, {
     method: 'POST',
