@@ -27,6 +27,7 @@ async function step<T>(name: string, fn: () => T | Promise<T>): Promise<T> {
 async function buildBinary(out: string): Promise<void> {
   const started = performance.now();
   const work = mkdtempSync(join(tmpdir(), 'till-build-'));
+  const partial = `${out}.partial`;
   try {
     process.stdout.write(`Building ${out} (Node ${process.versions.node}, ${process.platform}-${process.arch})\n`);
     const app = join(work, 'till.cjs');
@@ -36,15 +37,25 @@ async function buildBinary(out: string): Promise<void> {
     const addons = await step('find the native addons Node loads', () => findNativeAddons());
     const assets = { ...listStaticAssets(), ...writeManifest({ ...addons, 'sqlite-driver': driver }, join(work, 'manifest.json')) };
     const blob = await step('make the SEA blob', () => writeSeaBlob(work, app, assets));
-    mkdirSync(dirname(out), { recursive: true });
     // Built beside the target and renamed: a failed build leaves no half-made binary under its name.
-    const partial = `${out}.partial`;
-    await step('copy node, strip it, inject the blob (postject)', () => writeExecutable(blob, partial));
-    renameSync(partial, out);
+    await step('copy node, strip it, inject the blob (postject)', () => {
+      mkdirSync(dirname(out), { recursive: true });
+      writeExecutable(blob, partial);
+      renameSync(partial, out);
+    });
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
     process.stdout.write(`Built ${out}: ${mb(statSync(out).size)} in ${seconds} s\n`);
   } finally {
     rmSync(work, { recursive: true, force: true });
+    rmQuietly(partial);
+  }
+}
+
+function rmQuietly(path: string): void {
+  try {
+    rmSync(path, { force: true });
+  } catch {
+    // Its folder could not be made: there is nothing to remove.
   }
 }
 
@@ -53,7 +64,6 @@ const out = resolve(values.out ?? join(ROOT, 'dist/till'));
 try {
   await buildBinary(out);
 } catch (err) {
-  rmSync(`${out}.partial`, { force: true });
   process.stderr.write(`build: ${(err as Error).message}\n`);
   process.exit(1);
 }
