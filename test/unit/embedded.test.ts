@@ -1,0 +1,18 @@
+import assert from 'node:assert/strict';
+import { homedir } from 'node:os';
+import { test } from 'node:test';
+import { cacheDir, IN_BINARY, sqliteForThread } from '../../src/embedded.ts';
+
+test('where the binary extracts its addons: TILL_CACHE_DIR, else the XDG cache, a relative XDG_CACHE_HOME ignored', () => {
+  assert.equal(cacheDir({ TILL_CACHE_DIR: '/srv/till-cache', XDG_CACHE_HOME: '/x' }), '/srv/till-cache');
+  assert.equal(cacheDir({ XDG_CACHE_HOME: '/x/cache' }), '/x/cache/till');
+  assert.equal(cacheDir({ XDG_CACHE_HOME: 'relative' }), `${homedir()}/.cache/till`);
+  assert.equal(cacheDir({}), `${homedir()}/.cache/till`);
+});
+
+test('outside the binary the database thread requires better-sqlite3 from node_modules, with no binding of its own', () => {
+  assert.equal(IN_BINARY, false);
+  const thread = sqliteForThread();
+  assert.match(thread.driver, /node_modules\/better-sqlite3\/lib\/index\.js$/);
+  assert.equal(thread.nativeBinding, undefined);
+});
