@@ -13,6 +13,8 @@ buildProgram()
   .catch((err: unknown) => {
     if (err instanceof ApiError || err instanceof ConfigError || err instanceof SchemaTooNewError || err instanceof NoDatabaseError || err instanceof LeaseHeldError) fail(err.message);
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'SQLITE_CANTOPEN' || code === 'SQLITE_BUSY' || code === 'SQLITE_NOTADB') fail(`database: ${(err as Error).message}`);
+    // Most often a command run as another user (root, say) left files the service's user cannot open.
+    if (code === 'SQLITE_CANTOPEN' || code === 'SQLITE_READONLY') fail(`database: ${(err as Error).message}: can this user read and write the data directory and every file in it?`);
+    if (code === 'SQLITE_BUSY' || code === 'SQLITE_NOTADB') fail(`database: ${(err as Error).message}`);
     fail(`unexpected error: ${(err as Error).message}`);
   });

@@ -44,7 +44,12 @@ export function databasePath(dataDir: string): string {
  */
 export function openDatabase(dataDir: string, opts: OpenOptions = {}): Db {
   if (opts.mustExist) assertDatabaseExists(dataDir);
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  } catch (err) {
+    // A read-only or someone else's folder (serve --demo makes ./data where it starts).
+    throw new NoDatabaseError(`cannot create the data directory ${dataDir} (${(err as NodeJS.ErrnoException).code}): choose another with --data-dir (or TILL_DATA_DIR)`);
+  }
   createPrivately(databasePath(dataDir));
   const db = new Database(databasePath(dataDir), { timeout: opts.busyTimeoutMs ?? 5000 });
   try {

@@ -96,6 +96,25 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     assert.equal(statSync(databasePath(typo)).mode & 0o777, 0o600);
   });
 
+  test('a database the command cannot open: the error says what to check, not just SQLite\'s words', async (t) => {
+    const dataDir = tempDir(t);
+    await tillJson(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir });
+    // As a file another user owns looks to this one (root ignores permissions: a folder in its place fails the same way).
+    rmSync(databasePath(dataDir));
+    mkdirSync(databasePath(dataDir));
+    const r = await runTill(['store', 'list'], { dataDir });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /database: unable to open database file: can this user read and write the data directory and every file in it\?/);
+  });
+
+  test('a data directory that cannot be made: the error names it and the setting', async (t) => {
+    const blocker = join(tempDir(t), 'a-file');
+    writeFileSync(blocker, '');
+    const r = await runTill(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir: join(blocker, 'data') });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /cannot create the data directory .*a-file\/data \(ENOTDIR\): choose another with --data-dir \(or TILL_DATA_DIR\)/);
+  });
+
   test('xpub add: formats, first addresses, one active key per store and env, refusals', async (t) => {
     const dataDir = tempDir(t);
     const env = REGTEST;
