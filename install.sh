@@ -49,7 +49,15 @@ while [ $# -gt 0 ]; do
     *) usage >&2; die "unknown option: $1" ;;
   esac
 done
-[ -n "$PREFIX" ] || die "--prefix must not be empty"
+case "$PREFIX" in
+  /*) ;;
+  *) die "--prefix must be an absolute path, not '$PREFIX'" ;;
+esac
+# It goes into the unit's ExecStart through sed.
+case "$PREFIX" in
+  *'|'* | *'&'* | *'\'* | *' '*) die "--prefix must not contain |, &, \\ or spaces: '$PREFIX'" ;;
+esac
+CACHE_DIR=/var/cache/till
 
 # Runs a command, or only shows it with --dry-run.
 run() {
@@ -84,8 +92,9 @@ fi
 if [ -z "$VERSION" ]; then
   [ -f "$BINARY" ] && [ -x "$BINARY" ] || die "$BINARY is not an executable file"
   # It must run here before it replaces anything: its native addons go to a
-  # throwaway cache for this check, not into root's home.
-  CHECK_CACHE=$(mktemp -d)
+  # throwaway cache for this check, not into root's home; beside install.sh
+  # rather than in /tmp, which is often mounted noexec.
+  CHECK_CACHE=$(mktemp -d "$HERE/.till-check.XXXXXX" 2>/dev/null || mktemp -d)
   VERSION=$(TILL_CACHE_DIR=$CHECK_CACHE "$BINARY" --version 2>&1) || {
     rm -rf "$CHECK_CACHE"
     die "$BINARY does not run on this machine: $VERSION"
@@ -116,9 +125,9 @@ if [ "$SYSTEM" = yes ]; then
   else
     run useradd --system --user-group --home-dir "$DATA_DIR" --no-create-home --shell /usr/sbin/nologin till
   fi
-  run mkdir -p "$DATA_DIR"
-  run chown till:till "$DATA_DIR"
-  run chmod 700 "$DATA_DIR"
+  run mkdir -p "$DATA_DIR" "$CACHE_DIR"
+  run chown till:till "$DATA_DIR" "$CACHE_DIR"
+  run chmod 700 "$DATA_DIR" "$CACHE_DIR"
   echo "+ install assets/till.service as $UNIT_DIR/till.service (ExecStart=$PREFIX/till)"
   if [ "$DRY" = no ]; then
     sed "s|^ExecStart=/usr/local/bin/till |ExecStart=$PREFIX/till |" "$HERE/assets/till.service" >"$UNIT_DIR/till.service.new"
@@ -128,9 +137,13 @@ if [ "$SYSTEM" = yes ]; then
   if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then run systemctl daemon-reload; fi
   cat <<EOF
 
-Next, as the till user:
-  sudo -u till $PREFIX/till --data-dir $DATA_DIR init
-then start it:
+Next, as the till user (every till command on $DATA_DIR: one run as root
+leaves files the service cannot open), with the service's cache folder:
+  sudo -u till env TILL_CACHE_DIR=$CACHE_DIR $PREFIX/till --data-dir $DATA_DIR init
+The till user must be able to read bitcoind's cookie file (bitcoind
+-rpccookieperms=group, and add till to bitcoind's group), or give an -rpcauth
+user as bitcoind.rpc_user and bitcoind.rpc_password (docs/CONFIG.md).
+Then start it:
   sudo systemctl enable --now till
 EOF
 else

@@ -2,7 +2,7 @@ import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, statSync
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
-import { isAbsolute, join } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import * as sea from 'node:sea';
 
 // What the single executable (npm run build, scripts/build/) carries that a
@@ -44,9 +44,13 @@ function readManifest(): Manifest {
  * needs to map the file executable.
  */
 export function cacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  if (env[CACHE_DIR_ENV]) return env[CACHE_DIR_ENV];
+  if (env[CACHE_DIR_ENV]) return resolve(env[CACHE_DIR_ENV]);
   // The XDG spec says to ignore a relative XDG_CACHE_HOME.
-  const xdg = env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : join(homedir(), '.cache');
+  // HOME as os.homedir() reads it (the passwd entry only when HOME is unset).
+  const home = env.HOME ?? homedir();
+  const xdg = env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : join(home, '.cache');
+  // An empty HOME would put it in whatever folder the command runs from.
+  if (!isAbsolute(xdg)) throw new Error(`no folder for it: HOME is not set; set ${CACHE_DIR_ENV}`);
   return join(xdg, 'till');
 }
 
@@ -86,14 +90,15 @@ export function loadNativeAddon(name: 'better-sqlite3' | 'zeromq'): object {
   const done = loaded.get(name);
   if (done) return done;
   const module = { exports: {} };
-  let path = cacheDir();
+  let path = '';
   try {
     path = extract(name);
     process.dlopen(module, path);
   } catch (err) {
     process.stderr.write(
-      `till: cannot load the ${name} native addon from ${path}: ${(err as Error).message}\n` +
-        `till: the binary writes its native addons there and runs them: set ${CACHE_DIR_ENV} to a folder this user can write and run code from\n`,
+      `till: cannot load the ${name} native addon${path ? ` from ${path}` : ''}: ${(err as Error).message}\n` +
+        `till: the binary writes its native addons to a folder and runs them from there: set ${CACHE_DIR_ENV} to one this user can write and run code from` +
+        `${path ? ` (or remove ${path} if it is damaged)` : ''}\n`,
     );
     process.exit(1);
   }

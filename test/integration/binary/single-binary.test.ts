@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { whenServing } from '../../helpers/serve.ts';
 import { tempDir } from '../../helpers/temp.ts';
@@ -13,57 +14,79 @@ import { tempDir } from '../../helpers/temp.ts';
 
 const ROOT = new URL('../../../', import.meta.url);
 const BUILD = new URL('scripts/build/build.ts', ROOT).pathname;
+const INSTALL = new URL('install.sh', ROOT).pathname;
+const ROOT_DIR = ROOT.pathname;
 const { version } = JSON.parse(readFileSync(new URL('package.json', ROOT), 'utf8')) as { version: string };
 const run = promisify(execFile);
 
-test('the single binary runs the CLI and serves the demo from an empty folder', async (t) => {
-  const binary = join(tempDir(t, 'till-binary-'), 'till');
-  const started = performance.now();
-  await run(process.execPath, [BUILD, '--out', binary], { maxBuffer: 1 << 20 });
-  t.diagnostic(`build took ${((performance.now() - started) / 1000).toFixed(1)} s`);
+describe('the single binary', () => {
+  // Built once for both tests (about 10 s).
+  const dir = mkdtempSync(join(tmpdir(), 'till-binary-'));
+  const binary = join(dir, 'till');
+  before(() => run(process.execPath, [BUILD, '--out', binary], { maxBuffer: 1 << 20 }));
+  after(() => rmSync(dir, { recursive: true, force: true }));
 
-  const home = tempDir(t, 'till-home-');
-  const cwd = tempDir(t, 'till-cwd-');
-  const env = { PATH: '/usr/bin:/bin', HOME: home };
-  const cli = (...args: string[]) => run(binary, args, { cwd, env });
+  test('runs the CLI and serves the demo from an empty folder', async (t) => {
 
-  assert.equal((await cli('--version')).stdout.trim(), version);
+    const home = tempDir(t, 'till-home-');
+    const cwd = tempDir(t, 'till-cwd-');
+    const env = { PATH: '/usr/bin:/bin', HOME: home };
+    const cli = (...args: string[]) => run(binary, args, { cwd, env });
 
-  const child = spawn(binary, ['serve', '--demo', '--port', '0'], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  t.after(() => child.kill('SIGKILL'));
-  const till = await whenServing(child);
-  assert.match(till.url, /^http:\/\/127\.0\.0\.1:\d+$/);
-  assert.match(till.output(), /use them \(till --help\)/, 'it names itself, not npm, in what it suggests');
+    assert.equal((await cli('--version')).stdout.trim(), version);
 
-  const res = await fetch(`${till.url}/v1/invoices`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${till.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ amount_sats: 10000 }),
+    const child = spawn(binary, ['serve', '--demo', '--port', '0'], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    t.after(() => child.kill('SIGKILL'));
+    const till = await whenServing(child);
+    assert.match(till.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+    assert.match(till.output(), /use them \(till --help\)/, 'it names itself, not npm, in what it suggests');
+
+    const res = await fetch(`${till.url}/v1/invoices`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${till.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ amount_sats: 10000 }),
+    });
+    assert.equal(res.status, 201);
+    const invoice = (await res.json()) as { id: string; checkout_url: string };
+
+    // The page and its script are embedded assets; the QR code comes from the bundled qrcode.
+    const page = await fetch(invoice.checkout_url);
+    assert.equal(page.status, 200);
+    assert.match(await page.text(), /<html/);
+    const script = await fetch(`${till.url}/checkout/assets/checkout.js`);
+    assert.equal(script.status, 200);
+    assert.equal(await script.text(), readFileSync(new URL('assets/checkout/checkout.js', ROOT), 'utf8'));
+    assert.equal((await fetch(`${invoice.checkout_url}/qr.svg`)).status, 200);
+
+    const health = (await (await fetch(`${till.url}/healthz`)).json()) as { status: string; version: string };
+    assert.equal(health.status, 'ok');
+    assert.equal(health.version, version);
+
+    // A second process on the same data dir (SQLite from the binary too), while the server runs.
+    const stores = JSON.parse((await cli('--json', 'store', 'list')).stdout) as Array<{ id: string }>;
+    assert.equal(stores.length, 1);
+
+    till.signal('SIGTERM');
+    assert.equal(await till.exited, 0);
+    // Log lines at error (50) or above: the database thread, say, failed to start.
+    const errors = till.output().split('\n').filter((line) => line.startsWith('{') && (JSON.parse(line) as { level: number }).level >= 50);
+    assert.deepEqual(errors, []);
+    assert.equal(till.errors(), '');
   });
-  assert.equal(res.status, 201);
-  const invoice = (await res.json()) as { id: string; checkout_url: string };
 
-  // The page and its script are embedded assets; the QR code comes from the bundled qrcode.
-  const page = await fetch(invoice.checkout_url);
-  assert.equal(page.status, 200);
-  assert.match(await page.text(), /<html/);
-  const script = await fetch(`${till.url}/checkout/assets/checkout.js`);
-  assert.equal(script.status, 200);
-  assert.equal(await script.text(), readFileSync(new URL('assets/checkout/checkout.js', ROOT), 'utf8'));
-  assert.equal((await fetch(`${invoice.checkout_url}/qr.svg`)).status, 200);
-
-  const health = (await (await fetch(`${till.url}/healthz`)).json()) as { status: string; version: string };
-  assert.equal(health.status, 'ok');
-  assert.equal(health.version, version);
-
-  // A second process on the same data dir (SQLite from the binary too), while the server runs.
-  const stores = JSON.parse((await cli('--json', 'store', 'list')).stdout) as Array<{ id: string }>;
-  assert.equal(stores.length, 1);
-
-  till.signal('SIGTERM');
-  assert.equal(await till.exited, 0);
-  // Log lines at error (50) or above: the database thread, say, failed to start.
-  const errors = till.output().split('\n').filter((line) => line.startsWith('{') && (JSON.parse(line) as { level: number }).level >= 50);
-  assert.deepEqual(errors, []);
-  assert.equal(till.errors(), '');
+  test('install.sh checks it, then installs it under a prefix; --system --dry-run shows its plan and changes nothing', async (t) => {
+    const prefix = join(tempDir(t, 'till-prefix-'), 'bin');
+    // A root shell's PATH (useradd is in /usr/sbin).
+    const install = (...args: string[]) => run('sh', [INSTALL, '--binary', binary, ...args], { env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', HOME: tempDir(t, 'till-home-') } });
+    await assert.rejects(install('--prefix', 'bin'), /--prefix must be an absolute path/);
+    await assert.rejects(install('--prefix', '/opt/a|b'), /must not contain/);
+    const done = await install('--prefix', prefix);
+    assert.match(done.stdout, new RegExp(`installing till ${version} to ${prefix}/till`));
+    assert.equal((await run(join(prefix, 'till'), ['--version'], { env: { PATH: '/usr/bin:/bin', TILL_CACHE_DIR: tempDir(t, 'till-cache-') } })).stdout.trim(), version);
+    assert.deepEqual(readdirSync(ROOT_DIR).filter((f) => f.startsWith('.till-check')), [], 'the check\'s cache is removed');
+    const plan = await install('--prefix', prefix, '--system', '--dry-run');
+    assert.match(plan.stdout, /\+ useradd --system .* till|user till exists: kept/);
+    assert.match(plan.stdout, /sudo -u till env TILL_CACHE_DIR=\/var\/cache\/till /);
+    assert.match(plan.stdout, /\(dry run: nothing was changed\)/);
+  });
 });
