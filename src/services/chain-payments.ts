@@ -295,8 +295,8 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
     }
     for (const b of change.connected) {
       ctx.chain.blockChanges++;
-      // As of its own time while catching up (read later, an earlier block's time): a restart before the
-      // catch-up ends builds its watch set as of this, and the blocks still unread are about as old.
+      // At the block's time when that is earlier (read while catching up): a restart cut into the catch-up
+      // builds its watch set as of these times (chainBlocks.readUpTo), and the blocks still unread are as old.
       ctx.repos.chainBlocks.insert({ height: b.height, hash: b.hash, prevHash: b.prevHash }, Math.min(now, b.time));
       for (const m of b.found) {
         // Mined in place of an unconfirmed payment (a replacement Till did not see in the mempool): that one stops counting.
