@@ -1,12 +1,12 @@
 import * as p from '@clack/prompts';
 import { Command } from 'commander';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Bitcoind } from '../../src/bitcoin/bitcoind.ts';
 import { cookiePathFor, createRpcClient, rpcUrlFor } from '../../src/bitcoin/node-connection.ts';
 import { systemClock } from '../../src/clock.ts';
 import { NETWORKS, SETTINGS, settingsTable, writeSettingsFile, type Config } from '../../src/config.ts';
-import { openDatabase } from '../../src/db/connection.ts';
+import { makeDataDir, openDatabase } from '../../src/db/connection.ts';
 import { mintApiKey } from '../../src/services/api-keys.ts';
 import { createContext } from '../../src/services/context.ts';
 import { refuseUpgradeUnderServer } from '../../src/services/server-lease.ts';
@@ -120,7 +120,7 @@ export function initCommand(): Command {
       if (existsSync(path) && !o.force) this.error(`${path} exists; edit it, or run init --force to replace it`);
       const interactive = !o.yes && process.stdin.isTTY && process.stdout.isTTY;
       if (interactive) config = await ask(config);
-      mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+      makeDataDir(config.dataDir);
       written.push(writeSettingsFile(config, 'Written by till init.'));
       if (interactive) {
         await firstStore(config);

@@ -36,6 +36,16 @@ export function databasePath(dataDir: string): string {
   return join(dataDir, DB_FILE);
 }
 
+/** Creates the data directory (private to its user) if it is not there. */
+export function makeDataDir(dataDir: string): void {
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  } catch (err) {
+    // A read-only or someone else's folder (serve --demo makes ./data where it starts).
+    throw new NoDatabaseError(`cannot create the data directory ${dataDir} (${(err as NodeJS.ErrnoException).code}): choose another with --data-dir (or TILL_DATA_DIR)`);
+  }
+}
+
 /**
  * Opens the data directory's database with Till's pragmas and brings its
  * schema up to date. WAL lets the CLI write while the server reads;
@@ -44,12 +54,7 @@ export function databasePath(dataDir: string): string {
  */
 export function openDatabase(dataDir: string, opts: OpenOptions = {}): Db {
   if (opts.mustExist) assertDatabaseExists(dataDir);
-  try {
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  } catch (err) {
-    // A read-only or someone else's folder (serve --demo makes ./data where it starts).
-    throw new NoDatabaseError(`cannot create the data directory ${dataDir} (${(err as NodeJS.ErrnoException).code}): choose another with --data-dir (or TILL_DATA_DIR)`);
-  }
+  makeDataDir(dataDir);
   createPrivately(databasePath(dataDir));
   const db = new Database(databasePath(dataDir), { timeout: opts.busyTimeoutMs ?? 5000 });
   try {

@@ -110,9 +110,11 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
   test('a data directory that cannot be made: the error names it and the setting', async (t) => {
     const blocker = join(tempDir(t), 'a-file');
     writeFileSync(blocker, '');
-    const r = await runTill(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir: join(blocker, 'data') });
-    assert.equal(r.code, 1);
-    assert.match(r.stderr, /cannot create the data directory .*a-file\/data \(ENOTDIR\): choose another with --data-dir \(or TILL_DATA_DIR\)/);
+    for (const args of [['store', 'create', '--name', 'S', '--mode', 'test'], ['init', '--yes']]) {
+      const r = await runTill(args, { dataDir: join(blocker, 'data') });
+      assert.equal(r.code, 1, args[0]);
+      assert.match(r.stderr, /cannot create the data directory .*a-file\/data \(ENOTDIR\): choose another with --data-dir \(or TILL_DATA_DIR\)/, args[0]);
+    }
   });
 
   test('xpub add: formats, first addresses, one active key per store and env, refusals', async (t) => {
