@@ -6,6 +6,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { NODE_FLAGS } from '../../cli/node-flags.ts';
 import { ASSET_PREFIX, MANIFEST_ASSET, type Extractable, type Manifest } from '../../src/embedded.ts';
+import type { Target } from './target.ts';
 
 const ASSETS_DIR = fileURLToPath(new URL('../../assets/', import.meta.url));
 // Node's SEA docs name this fuse; postject must flip it or the blob is ignored.
@@ -43,8 +44,11 @@ export function writeManifest(files: Record<Extractable, string>, out: string): 
   return { ...assets, [MANIFEST_ASSET]: out };
 }
 
-/** Makes the SEA preparation blob from the bundle and the assets, with this very Node (the blob must match the binary). */
-export function writeSeaBlob(workDir: string, main: string, assets: Record<string, string>): string {
+/**
+ * Makes the SEA preparation blob from the bundle and the assets, with the
+ * target's own Node (the blob, and the V8 code cache in it, must match the binary).
+ */
+export function writeSeaBlob(target: Target, workDir: string, main: string, assets: Record<string, string>): string {
   const blob = join(workDir, 'sea-prep.blob');
   const config = {
     main,
@@ -58,15 +62,16 @@ export function writeSeaBlob(workDir: string, main: string, assets: Record<strin
   };
   const configFile = join(workDir, 'sea-config.json');
   writeFileSync(configFile, JSON.stringify(config, null, 2));
-  run(process.execPath, ['--experimental-sea-config', configFile]);
+  const [cmd, ...args] = target.runNode;
+  run(cmd!, [...args, '--experimental-sea-config', configFile]);
   return blob;
 }
 
-/** Copies this Node to `out`, strips it, and injects the blob. */
-export function writeExecutable(blob: string, out: string): void {
-  copyFileSync(process.execPath, out);
+/** Copies the target's Node to `out`, strips it, and injects the blob (postject, run by this Node, reads any ELF). */
+export function writeExecutable(target: Target, blob: string, out: string): void {
+  copyFileSync(target.node, out);
   chmodSync(out, 0o755);
-  stripSymbols(out);
+  stripSymbols(target.strip, out);
   // Its CLI in a child process: the ELF library inside prints warnings about
   // node's notes sections on every run, which only matter if it fails.
   const args = [require.resolve('postject/dist/cli.js'), out, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE];
@@ -75,11 +80,11 @@ export function writeExecutable(blob: string, out: string): void {
 }
 
 /** The npm Node carries debug symbols (~10 MB); a missing `strip` costs only size, so it is a warning. */
-function stripSymbols(file: string): void {
+function stripSymbols(strip: string, file: string): void {
   const before = statSync(file).size;
-  const r = spawnSync('strip', [file], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const r = spawnSync(strip, [file], { stdio: ['ignore', 'ignore', 'pipe'] });
   if (r.error && (r.error as NodeJS.ErrnoException).code === 'ENOENT') {
-    process.stderr.write('build: `strip` not found (binutils): the binary keeps its debug symbols\n');
+    process.stderr.write(`build: \`${strip}\` not found (binutils): the binary keeps its debug symbols\n`);
     return;
   }
   if (r.status !== 0) throw new Error(`strip ${file} failed: ${r.stderr.toString().trim()}`);
