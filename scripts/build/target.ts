@@ -8,7 +8,7 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const CACHE = join(ROOT, 'node_modules/.cache/till-build');
 // The aarch64 C library qemu-user loads the arm64 Node with (Debian's libc6-arm64-cross, libstdc++6-arm64-cross).
 const ARM64_SYSROOT = '/usr/aarch64-linux-gnu';
-const ARM64_PACKAGES = 'qemu-user-static binutils-aarch64-linux-gnu libc6-arm64-cross libstdc++6-arm64-cross';
+export const ARM64_PACKAGES = ['qemu-user-static', 'binutils-aarch64-linux-gnu', 'libc6-arm64-cross', 'libstdc++6-arm64-cross'];
 
 /** What the binary is built for, and the Node that builds its parts. */
 export interface Target {
@@ -38,11 +38,28 @@ export function resolveTarget(name: string = HOST): Target {
   if (/^linux-arm(v7l?)?$/.test(name)) throw new Error(`32-bit ARM (${name}) is not supported: npm has no Node ${process.versions.node} for it, and better-sqlite3 and zeromq ship no addon built for it. A Raspberry Pi needs its 64-bit OS: --target linux-arm64`);
   if (!CROSS_TARGETS.includes(name)) throw new Error(`unknown target '${name}': it builds for ${[HOST, ...CROSS_TARGETS].join(' or ')}`);
   if (HOST !== 'linux-x64') throw new Error(`--target ${name} is built on linux-x64 (or natively on ${name}), not on ${HOST}`);
-  const qemu = ['qemu-aarch64-static', 'qemu-aarch64'].find(onPath);
-  const missing = [!qemu && 'qemu-aarch64', !existsSync(join(ARM64_SYSROOT, 'lib/ld-linux-aarch64.so.1')) && ARM64_SYSROOT, !onPath('aarch64-linux-gnu-strip') && 'aarch64-linux-gnu-strip'].filter(Boolean);
-  if (missing.length) throw new Error(`--target ${name} needs ${missing.join(', ')}: apt-get install ${ARM64_PACKAGES}`);
+  const missing = missingArm64Tools();
+  if (missing.length) throw new Error(`--target ${name} needs ${missing.join(', ')}: apt-get install ${ARM64_PACKAGES.join(' ')}`);
   const node = targetNode(name);
-  return { name, node, runNode: [qemu!, '-L', ARM64_SYSROOT, node], strip: 'aarch64-linux-gnu-strip', cross: true };
+  return { name, node, runNode: [...qemuArm64(), node], strip: 'aarch64-linux-gnu-strip', cross: true };
+}
+
+/** What a linux-arm64 build (or running its binary) lacks here: empty when nothing. */
+export function missingArm64Tools(): string[] {
+  return [
+    !qemuBinary() && 'qemu-aarch64',
+    !existsSync(join(ARM64_SYSROOT, 'lib/ld-linux-aarch64.so.1')) && ARM64_SYSROOT,
+    !onPath('aarch64-linux-gnu-strip') && 'aarch64-linux-gnu-strip',
+  ].filter((tool) => tool !== false);
+}
+
+/** The command prefix that runs an arm64 executable on this machine. */
+export function qemuArm64(): string[] {
+  return [qemuBinary()!, '-L', ARM64_SYSROOT];
+}
+
+function qemuBinary(): string | undefined {
+  return ['qemu-aarch64-static', 'qemu-aarch64'].find(onPath);
 }
 
 /**

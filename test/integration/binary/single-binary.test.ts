@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, test, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
+import { ARM64_PACKAGES, missingArm64Tools, qemuArm64 } from '../../../scripts/build/target.ts';
 import { whenServing } from '../../helpers/serve.ts';
 import { tempDir } from '../../helpers/temp.ts';
 
@@ -26,53 +27,7 @@ describe('the single binary', () => {
   before(() => run(process.execPath, [BUILD, '--out', binary], { maxBuffer: 1 << 20 }));
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  test('runs the CLI and serves the demo from an empty folder', async (t) => {
-
-    const home = tempDir(t, 'till-home-');
-    const cwd = tempDir(t, 'till-cwd-');
-    const env = { PATH: '/usr/bin:/bin', HOME: home };
-    const cli = (...args: string[]) => run(binary, args, { cwd, env });
-
-    assert.equal((await cli('--version')).stdout.trim(), version);
-
-    const child = spawn(binary, ['serve', '--demo', '--port', '0'], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    t.after(() => child.kill('SIGKILL'));
-    const till = await whenServing(child);
-    assert.match(till.url, /^http:\/\/127\.0\.0\.1:\d+$/);
-    assert.match(till.output(), /use them \(till --help\)/, 'it names itself, not npm, in what it suggests');
-
-    const res = await fetch(`${till.url}/v1/invoices`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${till.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ amount_sats: 10000 }),
-    });
-    assert.equal(res.status, 201);
-    const invoice = (await res.json()) as { id: string; checkout_url: string };
-
-    // The page and its script are embedded assets; the QR code comes from the bundled qrcode.
-    const page = await fetch(invoice.checkout_url);
-    assert.equal(page.status, 200);
-    assert.match(await page.text(), /<html/);
-    const script = await fetch(`${till.url}/checkout/assets/checkout.js`);
-    assert.equal(script.status, 200);
-    assert.equal(await script.text(), readFileSync(new URL('assets/checkout/checkout.js', ROOT), 'utf8'));
-    assert.equal((await fetch(`${invoice.checkout_url}/qr.svg`)).status, 200);
-
-    const health = (await (await fetch(`${till.url}/healthz`)).json()) as { status: string; version: string };
-    assert.equal(health.status, 'ok');
-    assert.equal(health.version, version);
-
-    // A second process on the same data dir (SQLite from the binary too), while the server runs.
-    const stores = JSON.parse((await cli('--json', 'store', 'list')).stdout) as Array<{ id: string }>;
-    assert.equal(stores.length, 1);
-
-    till.signal('SIGTERM');
-    assert.equal(await till.exited, 0);
-    // Log lines at error (50) or above: the database thread, say, failed to start.
-    const errors = till.output().split('\n').filter((line) => line.startsWith('{') && (JSON.parse(line) as { level: number }).level >= 50);
-    assert.deepEqual(errors, []);
-    assert.equal(till.errors(), '');
-  });
+  test('runs the CLI and serves the demo from an empty folder', (t) => servesTheDemo(t, [binary]));
 
   test('install.sh checks it, then installs it under a prefix; --system --dry-run shows its plan and changes nothing', async (t) => {
     const prefix = join(tempDir(t, 'till-prefix-'), 'bin');
@@ -90,3 +45,78 @@ describe('the single binary', () => {
     assert.match(plan.stdout, /\(dry run: nothing was changed\)/);
   });
 });
+
+// The Raspberry Pi's binary (64-bit OS), cross-built here and run under
+// qemu-user: the same checks, each step several times slower (about 10 s to build, 10 s to run).
+const arm64Skip = arm64ToolsMissing();
+describe('the linux-arm64 binary, under qemu-user', { skip: arm64Skip ?? false }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'till-binary-arm64-'));
+  const binary = join(dir, 'till-linux-arm64');
+  before(() => run(process.execPath, [BUILD, '--target', 'linux-arm64', '--out', binary], { maxBuffer: 1 << 20 }));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('runs the CLI and serves the demo from an empty folder', (t) => servesTheDemo(t, [...qemuArm64(), binary]));
+});
+
+/** Null when qemu-user and the arm64 tools are here (installing them when root), else why the test skips. */
+function arm64ToolsMissing(): string | null {
+  if (missingArm64Tools().length && process.getuid?.() === 0) {
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    const install = () => spawnSync('apt-get', ['install', '-y', '-qq', ...ARM64_PACKAGES], { env, stdio: 'ignore', timeout: 600_000 }).status === 0;
+    if (!install()) {
+      spawnSync('apt-get', ['update', '-qq'], { env, stdio: 'ignore', timeout: 300_000 });
+      install();
+    }
+  }
+  const missing = missingArm64Tools();
+  return missing.length ? `no ${missing.join(', ')}: apt-get install -y ${ARM64_PACKAGES.join(' ')} (the test does so itself as root)` : null;
+}
+
+/** The binary (run by `command`) answers --version, serves the demo from an empty folder with a bare env, and stops cleanly on SIGTERM. */
+async function servesTheDemo(t: TestContext, command: string[]): Promise<void> {
+  const [exe, ...pre] = command as [string, ...string[]];
+    const home = tempDir(t, 'till-home-');
+  const cwd = tempDir(t, 'till-cwd-');
+  const env = { PATH: '/usr/bin:/bin', HOME: home };
+  const cli = (...args: string[]) => run(exe, [...pre, ...args], { cwd, env });
+
+  assert.equal((await cli('--version')).stdout.trim(), version);
+
+  const child = spawn(exe, [...pre, 'serve', '--demo', '--port', '0'], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  t.after(() => child.kill('SIGKILL'));
+  const till = await whenServing(child);
+  assert.match(till.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+  assert.match(till.output(), /use them \(till --help\)/, 'it names itself, not npm, in what it suggests');
+
+  const res = await fetch(`${till.url}/v1/invoices`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${till.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ amount_sats: 10000 }),
+  });
+  assert.equal(res.status, 201);
+  const invoice = (await res.json()) as { id: string; checkout_url: string };
+
+  // The page and its script are embedded assets; the QR code comes from the bundled qrcode.
+  const page = await fetch(invoice.checkout_url);
+  assert.equal(page.status, 200);
+  assert.match(await page.text(), /<html/);
+  const script = await fetch(`${till.url}/checkout/assets/checkout.js`);
+  assert.equal(script.status, 200);
+  assert.equal(await script.text(), readFileSync(new URL('assets/checkout/checkout.js', ROOT), 'utf8'));
+  assert.equal((await fetch(`${invoice.checkout_url}/qr.svg`)).status, 200);
+
+  const health = (await (await fetch(`${till.url}/healthz`)).json()) as { status: string; version: string };
+  assert.equal(health.status, 'ok');
+  assert.equal(health.version, version);
+
+  // A second process on the same data dir (SQLite from the binary too), while the server runs.
+  const stores = JSON.parse((await cli('--json', 'store', 'list')).stdout) as Array<{ id: string }>;
+  assert.equal(stores.length, 1);
+
+  till.signal('SIGTERM');
+  assert.equal(await till.exited, 0);
+  // Log lines at error (50) or above: the database thread, say, failed to start.
+  const errors = till.output().split('\n').filter((line) => line.startsWith('{') && (JSON.parse(line) as { level: number }).level >= 50);
+  assert.deepEqual(errors, []);
+  assert.equal(till.errors(), '');
+}
