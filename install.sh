@@ -13,7 +13,8 @@ Installs the till executable. It takes dist/till, or builds it first with
 
 Options:
   --prefix DIR     directory to put `till` in (default /usr/local/bin)
-  --binary FILE    install this executable instead of dist/till
+  --binary FILE    install this executable instead of dist/till (on a
+                   Raspberry Pi: the dist/till-linux-arm64 copied over)
   --build          build dist/till again even if there is one
   --system         also (as root) create the `till` system user, /var/lib/till,
                    and install the systemd unit /etc/systemd/system/till.service
@@ -97,7 +98,9 @@ if [ -z "$VERSION" ]; then
   CHECK_CACHE=$(mktemp -d "$HERE/.till-check.XXXXXX" 2>/dev/null || mktemp -d)
   VERSION=$(TILL_CACHE_DIR=$CHECK_CACHE "$BINARY" --version 2>&1) || {
     rm -rf "$CHECK_CACHE"
-    die "$BINARY does not run on this machine: $VERSION"
+    die "$BINARY does not run on this machine: $VERSION
+(one built for another machine, e.g. npm run build -- --target linux-arm64 for a
+Raspberry Pi, is installed there: README.md, \"Install the binary\")"
   }
   rm -rf "$CHECK_CACHE"
 fi
