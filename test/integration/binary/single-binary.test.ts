@@ -75,7 +75,7 @@ function arm64ToolsMissing(): string | null {
 /** The binary (run by `command`) answers --version, serves the demo from an empty folder with a bare env, and stops cleanly on SIGTERM. */
 async function servesTheDemo(t: TestContext, command: string[]): Promise<void> {
   const [exe, ...pre] = command as [string, ...string[]];
-    const home = tempDir(t, 'till-home-');
+  const home = tempDir(t, 'till-home-');
   const cwd = tempDir(t, 'till-cwd-');
   const env = { PATH: '/usr/bin:/bin', HOME: home };
   const cli = (...args: string[]) => run(exe, [...pre, ...args], { cwd, env });
