@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import jsQRModule from 'jsqr';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { expireDueInvoices } from '../../src/services/invoices.ts';
 import { updateStore } from '../../src/services/stores.ts';
+import { installDebianPackages } from '../helpers/apt.ts';
 import { failSyncDuring } from '../helpers/held-sync.ts';
 import { call, setupStore, startTestTill, type TestTill } from '../helpers/till-server.ts';
 import { createInvoice, receivePayment, simulate, waitFor } from '../integration/checkout/checkout-helpers.ts';
@@ -25,13 +25,8 @@ const PHONE = { width: 390, height: 844 };
 function chromiumMissing(): string | null {
   if (existsSync(CHROMIUM)) return null;
   if (process.getuid?.() === 0 && process.env.CI === 'true') {
-    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    try {
-      execFileSync('apt-get', ['update', '-qq'], { env, stdio: 'inherit', timeout: 300_000 });
-      execFileSync('apt-get', ['install', '-y', '-qq', 'chromium'], { env, stdio: 'inherit', timeout: 600_000 });
-    } catch (err) {
-      return `Chromium could not be installed here (${(err as Error).message.split('\n')[0]})`;
-    }
+    const failed = installDebianPackages(['chromium']);
+    if (failed) return `Chromium could not be installed here (${failed})`;
     if (existsSync(CHROMIUM)) return null;
   }
   return `no Chromium at ${CHROMIUM}: install it with "apt-get install -y chromium" (the test does so itself as root with CI=true)`;

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { execFile, spawn, spawnSync } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
 import { ARM64_PACKAGES, missingArm64Tools, qemuArm64 } from '../../../scripts/build/target.ts';
+import { installDebianPackages } from '../../helpers/apt.ts';
 import { whenServing } from '../../helpers/serve.ts';
 import { tempDir } from '../../helpers/temp.ts';
 
@@ -60,14 +61,7 @@ describe('the linux-arm64 binary, under qemu-user', { skip: arm64Skip ?? false }
 
 /** Null when qemu-user and the arm64 tools are here (installing them when root), else why the test skips. */
 function arm64ToolsMissing(): string | null {
-  if (missingArm64Tools().length && process.getuid?.() === 0) {
-    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    const install = () => spawnSync('apt-get', ['install', '-y', '-qq', ...ARM64_PACKAGES], { env, stdio: 'ignore', timeout: 600_000 }).status === 0;
-    if (!install()) {
-      spawnSync('apt-get', ['update', '-qq'], { env, stdio: 'ignore', timeout: 300_000 });
-      install();
-    }
-  }
+  if (missingArm64Tools().length && process.getuid?.() === 0) installDebianPackages(ARM64_PACKAGES);
   const missing = missingArm64Tools();
   return missing.length ? `no ${missing.join(', ')}: apt-get install -y ${ARM64_PACKAGES.join(' ')} (the test does so itself as root)` : null;
 }
