@@ -415,15 +415,9 @@ export class ChainWatcher {
    * ZMQ brings no rawtx).
    */
   async #scanMempool(onlyNew = false): Promise<void> {
-    const { bitcoind } = this.#o;
-    const times = await bitcoind.getRawMempoolTimes();
+    const times = await this.#o.bitcoind.getRawMempoolTimes();
     const seen = onlyNew ? this.#mempoolSeen : null;
-    const txids = [...times.keys()].filter((txid) => !seen?.has(txid));
-    for (let i = 0; i < txids.length && this.#running; i += MEMPOOL_FETCH_BATCH) {
-      for (const tx of await bitcoind.getRawTransactions(txids.slice(i, i + MEMPOOL_FETCH_BATCH))) {
-        this.#publish(applyMempoolTx(this.#ctx, this.#watch!, tx, Math.min(this.#ctx.clock.now(), times.get(tx.getId()) ?? Infinity)));
-      }
-    }
+    await this.#readMempoolTxs([...times.keys()].filter((txid) => !seen?.has(txid)), times);
     // Kept only while polling: with ZMQ every new transaction arrives by itself.
     this.#mempoolSeen = this.#zmqTxs || !this.#running ? null : new Set(times.keys());
   }
@@ -453,9 +447,18 @@ export class ChainWatcher {
     if (spenders.size === 0 || !this.#running) return;
     // First seen when the node took it (found minutes later, it may still be on time).
     const times = await bitcoind.inMempool([...spenders]);
-    const now = this.#ctx.clock.now();
-    for (const tx of await bitcoind.getRawTransactions([...times.keys()])) {
-      this.#publish(applyMempoolTx(this.#ctx, this.#watch!, tx, Math.min(now, times.get(tx.getId())!)));
+    await this.#readMempoolTxs([...times.keys()], times);
+  }
+
+  /**
+   * Reads these mempool transactions in batches and records the payments among
+   * them, each first seen when the node took it (`entered`; never after now).
+   */
+  async #readMempoolTxs(txids: string[], entered: ReadonlyMap<string, number>): Promise<void> {
+    for (let i = 0; i < txids.length && this.#running; i += MEMPOOL_FETCH_BATCH) {
+      for (const tx of await this.#o.bitcoind.getRawTransactions(txids.slice(i, i + MEMPOOL_FETCH_BATCH))) {
+        this.#publish(applyMempoolTx(this.#ctx, this.#watch!, tx, Math.min(this.#ctx.clock.now(), entered.get(tx.getId()) ?? Infinity)));
+      }
     }
   }
 

@@ -295,9 +295,11 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
     }
     for (const b of change.connected) {
       ctx.chain.blockChanges++;
-      // At the block's time when that is earlier (read while catching up): a restart cut into the catch-up
-      // builds its watch set as of these times (chainBlocks.readUpTo), and the blocks still unread are as old.
-      ctx.repos.chainBlocks.insert({ height: b.height, hash: b.hash, prevHash: b.prevHash }, Math.min(now, b.time));
+      // A payment first seen in a block (Till was down, or missed the mempool) counts from the block's time.
+      const blockSeenAt = Math.min(now, b.time);
+      // Recorded at that time too (read while catching up): a restart cut into the catch-up builds its watch
+      // set as of these times (chainBlocks.readUpTo), and the blocks still unread are as old.
+      ctx.repos.chainBlocks.insert({ height: b.height, hash: b.hash, prevHash: b.prevHash }, blockSeenAt);
       for (const m of b.found) {
         // Mined in place of an unconfirmed payment (a replacement Till did not see in the mempool): that one stops counting.
         const replaced = replacedBy(ctx, m.txid, m.spends);
@@ -308,8 +310,6 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
         }
         ctx.repos.paymentSpends.record(m.txid, m.spends);
         const entry = take(m.invoice.id, () => ctx.repos.invoices.get(m.invoice.id)!);
-        // A payment first seen in a block (Till was down, or missed the mempool) counts from the block's time.
-        const blockSeenAt = Math.min(now, b.time);
         // Its transaction's outputs are looked for only when it replaced something: a block may pay thousands.
         const seenAt = replaced.txids.size === 0 ? blockSeenAt : replacementSeenAt(entry.before, replaced.txids, b.found.filter((o) => o.txid === m.txid), blockSeenAt);
         const payment: Payment = { txid: m.txid, vout: m.vout, amountSats: m.sats, status: 'confirmed', confirmations: 1, blockHeight: b.height, blockHash: b.hash, firstSeenAt: seenAt };
