@@ -40,6 +40,7 @@ interface PaymentRow {
   block_height: number | null;
   confirmations: number;
   first_seen_at: number;
+  replaced_at: number | null;
 }
 
 
@@ -65,6 +66,7 @@ const toPayment = (r: PaymentRow): Payment => ({
   blockHeight: r.block_height,
   blockHash: r.block_hash,
   firstSeenAt: r.first_seen_at,
+  ...(r.status === 'replaced' ? { replacedAt: r.replaced_at } : {}),
 });
 
 function toInvoice(r: InvoiceRow, payments: Payment[]): StoredInvoice {
@@ -163,7 +165,7 @@ export function createInvoicesRepo(db: Db) {
     "SELECT rowid, * FROM invoices WHERE watch_until = ? AND status <> 'pending'",
   );
   const finishedWithReplacedSince = db.prepare<[number], InvoiceRow>(
-    "SELECT rowid, * FROM invoices WHERE status <> 'pending' AND id IN (SELECT invoice_id FROM payments WHERE status = 'replaced' AND first_seen_at > ?)",
+    "SELECT rowid, * FROM invoices WHERE status <> 'pending' AND id IN (SELECT invoice_id FROM payments WHERE status = 'replaced' AND replaced_at > ?)",
   );
   const withMempoolPayments = db.prepare<[], InvoiceRow>(
     "SELECT rowid, * FROM invoices WHERE id IN (SELECT invoice_id FROM payments WHERE status = 'mempool')",
@@ -193,11 +195,11 @@ export function createInvoicesRepo(db: Db) {
      WHERE id = @id`,
   );
   const upsertPayment = db.prepare(
-    `INSERT INTO payments (txid, vout, invoice_id, amount_sats, status, block_hash, block_height, confirmations, first_seen_at)
-     VALUES (@txid, @vout, @invoiceId, @amountSats, @status, @blockHash, @blockHeight, @confirmations, @firstSeenAt)
+    `INSERT INTO payments (txid, vout, invoice_id, amount_sats, status, block_hash, block_height, confirmations, first_seen_at, replaced_at)
+     VALUES (@txid, @vout, @invoiceId, @amountSats, @status, @blockHash, @blockHeight, @confirmations, @firstSeenAt, @replacedAt)
      ON CONFLICT (txid, vout) DO UPDATE SET status = excluded.status, block_hash = excluded.block_hash,
        block_height = excluded.block_height, confirmations = excluded.confirmations,
-       first_seen_at = MIN(first_seen_at, excluded.first_seen_at)`,
+       first_seen_at = MIN(first_seen_at, excluded.first_seen_at), replaced_at = excluded.replaced_at`,
   );
   const deletePayment = db.prepare<[string, number]>('DELETE FROM payments WHERE txid = ? AND vout = ?');
   const duePending = db.prepare<[number, number, number], InvoiceRow>(
@@ -315,7 +317,7 @@ export function createInvoicesRepo(db: Db) {
       const kept = new Set(after.payments.map(outpointKey));
       for (const p of before.payments) if (!kept.has(outpointKey(p))) deletePayment.run(p.txid, p.vout);
       for (const p of after.payments) {
-        upsertPayment.run({ ...p, invoiceId: after.id, blockHash: p.blockHash ?? null });
+        upsertPayment.run({ ...p, invoiceId: after.id, blockHash: p.blockHash ?? null, replacedAt: p.replacedAt ?? null });
       }
     },
     /** These invoices with their payments, in no particular order; unknown ids are left out. */

@@ -61,7 +61,7 @@ export function transition(invoice: Invoice, fact: Fact, now: number): Transitio
   switch (fact.kind) {
     case 'payments':
       // Never later than now, nor before the invoice existed (a block's timestamp may be off).
-      return applyPayments(invoice, fact.payments, { at: Math.max(invoice.createdAt, Math.min(now, fact.heldAt ?? now)), catchingUp: fact.catchingUp ?? false });
+      return applyPayments(invoice, fact.payments, { at: Math.max(invoice.createdAt, Math.min(now, fact.heldAt ?? now)), catchingUp: fact.catchingUp ?? false }, now);
     case 'tick':
       return settle(invoice.payments, structuredClone(invoice), { at: now, catchingUp: false });
     case 'cancel':
@@ -89,15 +89,17 @@ export const REPLACED_MAY_BE_MINED_MS = 14 * 24 * 3600_000;
  *   would take it for replaced, and money sent would vanish from the invoice.
  * - paid, late_paid: null while a counting payment is shallower than
  *   REORG_SAFE_CONFIRMATIONS (a reorg could still reverse it).
- * - and for REPLACED_MAY_BE_MINED_MS after a replaced payment was first seen:
+ * - and for REPLACED_MAY_BE_MINED_MS after a payment was found replaced:
  *   gone from Till's node (evicted, or a reorg's loser), it may still be mined,
- *   and then it counts again.
+ *   and then it counts again. Counted from when Till found it gone, not from
+ *   its first sighting, which a fee bump inherits from what it replaced: other
+ *   nodes took the bump when it was sent, which may be days later.
  */
 export function watchUntil(invoice: Invoice): number | null {
   const end = watchEnd(invoice);
   if (end === null) return null;
   return invoice.payments.reduce(
-    (until, p) => (p.status === 'replaced' && !isSimulatedPayment(invoice, p.txid) ? Math.max(until, p.firstSeenAt + REPLACED_MAY_BE_MINED_MS) : until),
+    (until, p) => (p.status === 'replaced' && !isSimulatedPayment(invoice, p.txid) ? Math.max(until, (p.replacedAt ?? p.firstSeenAt) + REPLACED_MAY_BE_MINED_MS) : until),
     end,
   );
 }
@@ -161,8 +163,8 @@ interface Judged {
   catchingUp: boolean;
 }
 
-function applyPayments(invoice: Invoice, reported: Payment[], judged: Judged): Transition {
-  const payments = mergePayments(invoice.payments, reported);
+function applyPayments(invoice: Invoice, reported: Payment[], judged: Judged, now: number): Transition {
+  const payments = mergePayments(invoice.payments, reported, now);
   const known = new Set(invoice.payments.map(outpointKey));
   const detected: DomainEvent[] = payments
     .filter((p) => !known.has(outpointKey(p)))
@@ -236,8 +238,12 @@ function findReversal(before: Invoice, after: Invoice): DomainEvent | null {
   return { type: 'invoice.payment_reversed', ...(lost ? { payment: outpointOf(lost) } : {}) };
 }
 
-/** Validates the reported list and keeps each payment's earliest sighting. */
-function mergePayments(previous: readonly Payment[], reported: readonly Payment[]): Payment[] {
+/**
+ * Validates the reported list, keeps each payment's earliest sighting, and
+ * stamps a payment found replaced with the time Till learned it (now, also
+ * while catching up: the node may have dropped it any time before).
+ */
+function mergePayments(previous: readonly Payment[], reported: readonly Payment[], now: number): Payment[] {
   const byOutpoint = new Map(previous.map((p) => [outpointKey(p), p]));
   const seen = new Set<string>();
   return reported.map((payment) => {
@@ -249,8 +255,10 @@ function mergePayments(previous: readonly Payment[], reported: readonly Payment[
     if (earlier && earlier.amountSats !== payment.amountSats) {
       throw new Error(`payments fact changes the amount of ${key} from ${earlier.amountSats} to ${payment.amountSats}`);
     }
-    const firstSeenAt = earlier ? Math.min(earlier.firstSeenAt, payment.firstSeenAt) : payment.firstSeenAt;
-    return { ...payment, firstSeenAt };
+    const { replacedAt: _reported, ...merged } = payment;
+    merged.firstSeenAt = earlier ? Math.min(earlier.firstSeenAt, payment.firstSeenAt) : payment.firstSeenAt;
+    if (payment.status !== 'replaced') return merged;
+    return { ...merged, replacedAt: earlier?.status === 'replaced' ? (earlier.replacedAt ?? earlier.firstSeenAt) : now };
   });
 }
 

@@ -18,6 +18,11 @@ export interface Payment {
   /** The block that confirmed it (chain payments only). */
   blockHash?: string | null;
   firstSeenAt: number;
+  /**
+   * A replaced payment only: when Till learned it was replaced or gone from its
+   * node (set by the state machine, not by whoever reports the payment).
+   */
+  replacedAt?: number | null;
 }
 
 export interface FiatPrice {

@@ -197,6 +197,51 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     });
   }
 
+  for (const restart of [false, true]) {
+    test(`a late payment fee-bumped 13 days on, the bump dropped by Till's node, mined on day 14.5${restart ? ' (Till restarted in between)' : ''}: it counts again`, async (t) => {
+      const f = await startChainFixture(t, makeNode);
+      updateStore(f.till.rt.ctx, f.store.storeId, { lateWindowMinutes: 10 });
+      const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
+      f.till.clock.advance(6 * 60_000);
+      await expireDueInvoices(f.till.rt.ctx);
+      const txid = await f.node.pay(inv.address, 50_000);
+      await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'the late payment in the mempool');
+      f.till.clock.advance(13 * DAY);
+      const bumped = await f.node.replace(txid);
+      await waitFor(() => f.till.rt.ctx.repos.invoices.get(inv.id)!.payments.some((p) => p.txid === bumped && p.status === 'mempool'), 'the bump seen');
+      await f.till.rt.chain!.idle();
+      f.till.clock.advance(12 * HOUR);
+      // Evicted from Till's node (a full mempool); a miner took it on day 13, and nodes keep it 14 days from then.
+      wrapBitcoind(t, 'inMempool', (original) => async function (this: Bitcoind, txids: string[]) {
+        const present = await original.call(this, txids);
+        present.delete(bumped);
+        return present;
+      });
+      wrapBitcoind(t, 'getRawMempoolTimes', (original) => async function (this: Bitcoind) {
+        const times = await original.call(this);
+        times.delete(bumped);
+        return times;
+      });
+      await f.till.rt.chain!.requestSync(false, 'test');
+      const dropped = f.till.rt.ctx.repos.invoices.get(inv.id)!;
+      assert.deepEqual(Object.fromEntries(dropped.payments.map((p) => [p.txid, p.status])), { [txid]: 'replaced', [bumped]: 'replaced' });
+      assert.ok(dropped.payments.every((p) => p.firstSeenAt < f.till.clock.now() - 13 * DAY), 'the bump keeps the first sighting of what it replaced');
+      f.till.clock.advance(DAY);
+      let rt = f.till.rt;
+      if (restart) {
+        await rt.stop();
+        rt = await restartAndCatchUp(t, f);
+      } else {
+        await rt.chain!.requestSync(false, 'the re-sync timer, which also ends watches');
+      }
+      await f.node.mine(1);
+      await waitFor(() => rt.ctx.repos.invoices.get(inv.id)!.payments.some((p) => p.txid === bumped && p.status === 'confirmed'), 'the bump mined after all');
+      const after = rt.ctx.repos.invoices.get(inv.id)!;
+      assert.equal(after.status, 'expired', 'confirmed after the late window: too late to pay it');
+      assert.deepEqual(after.payments.filter((p) => p.status !== 'replaced').map((p) => [p.txid, p.amountSats]), [[bumped, 50_000]], 'the money is shown again, to be refunded');
+    });
+  }
+
   test('a payment to a cancelled invoice is recorded and reported, the invoice stays cancelled', async (t) => {
     const f = await startChainFixture(t, makeNode);
     const inv = await createInvoice(f);

@@ -27,6 +27,22 @@ test('every migration runs in order from an empty file', (t) => {
   assert.deepEqual(db.pragma('foreign_key_check'), []);
 });
 
+test('migration 0008: a payment replaced before it is watched from its first sighting, as it was; others have no replaced_at', (t) => {
+  const db = new Database(join(tempDir(t), 'v7.db'));
+  t.after(() => db.close());
+  for (const m of MIGRATIONS.slice(0, 7)) db.exec(m.sql);
+  db.pragma('user_version = 7');
+  db.pragma('foreign_keys = OFF'); // payments alone: their invoices do not matter here
+  const insert = db.prepare("INSERT INTO payments (txid, vout, invoice_id, amount_sats, status, first_seen_at) VALUES (?, 0, 'inv_x', 1000, ?, ?)");
+  insert.run('a'.repeat(64), 'replaced', 1_000);
+  insert.run('b'.repeat(64), 'mempool', 2_000);
+  migrate(db);
+  assert.deepEqual(db.prepare('SELECT status, replaced_at FROM payments ORDER BY txid').all(), [
+    { status: 'replaced', replaced_at: 1_000 },
+    { status: 'mempool', replaced_at: null },
+  ]);
+});
+
 test('openDatabase migrates a new data dir with WAL, FULL sync and foreign keys on', (t) => {
   const dir = tempDir(t);
   const db = openDatabase(dir);

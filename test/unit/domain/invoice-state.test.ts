@@ -424,6 +424,31 @@ describe('transition: scenarios', () => {
   });
 });
 
+describe('transition: when a payment was found replaced', () => {
+  const replacedAtOf = (t: Transition) => t.invoice.payments.map((p) => p.replacedAt);
+  const seen = transition(makeInvoice(), pays(mempool('a', AMOUNT, T0 + MINUTE)), T0 + MINUTE).invoice;
+  const gone = T0 + 3 * DAY;
+
+  test('it is stamped with the time Till learned it, not the first sighting', () => {
+    assert.deepEqual(replacedAtOf(transition(seen, pays(replaced('a', AMOUNT, T0 + MINUTE)), gone)), [gone]);
+  });
+  test('while catching up too: now, not the time of the block being read (the node may have dropped it since)', () => {
+    assert.deepEqual(replacedAtOf(transition(seen, heldAt(T0 + DAY, replaced('a', AMOUNT, T0 + MINUTE)), gone)), [gone]);
+  });
+  test('it keeps that time while it stays replaced, whatever the report says', () => {
+    const first = transition(seen, pays(replaced('a', AMOUNT, T0 + MINUTE)), gone).invoice;
+    const again = transition(first, pays({ ...replaced('a', AMOUNT, T0 + MINUTE), replacedAt: T0 }), gone + DAY);
+    assert.deepEqual(replacedAtOf(again), [gone]);
+  });
+  test('back in the mempool it has none; replaced again, the new time', () => {
+    const first = transition(seen, pays(replaced('a', AMOUNT, T0 + MINUTE)), gone).invoice;
+    const back = transition(first, pays(mempool('a', AMOUNT, T0 + MINUTE)), gone + DAY);
+    assert.deepEqual(replacedAtOf(back), [undefined]);
+    assert.equal(watchUntil(back.invoice), null);
+    assert.deepEqual(replacedAtOf(transition(back.invoice, pays(replaced('a', AMOUNT, T0 + MINUTE)), gone + 2 * DAY)), [gone + 2 * DAY]);
+  });
+});
+
 // Every status against every kind of fact. A new payment on any status is
 // recorded and reported; only pending moves.
 const NEW_PAYMENT = mempool('f', 1_000, EXPIRES + DAY);
@@ -579,7 +604,8 @@ describe('watchUntil', () => {
     ['expired with a payment still in the mempool: open-ended', { ...EXPIRED, payments: [mempool('a', AMOUNT, EXPIRES + LATE_WINDOW - MINUTE)] }, null],
     ['expired, the late payment confirmed: to the end of the late window', { ...EXPIRED, payments: [confirmed('a', AMOUNT, EXPIRES + LATE_WINDOW - MINUTE)] }, EXPIRES + LATE_WINDOW],
     ['cancelled with a payment still in the mempool: open-ended', { ...CANCELLED, payments: [mempool('a', AMOUNT, T0 + 6 * MINUTE)] }, null],
-    ['cancelled with a replaced payment: 14 days after it was first seen (it may still be mined)', { ...CANCELLED, payments: [replaced('a', AMOUNT, T0 + 6 * MINUTE)] }, T0 + 6 * MINUTE + 14 * DAY],
+    ['cancelled with a replaced payment: 14 days after it was found replaced (it may still be mined)', { ...CANCELLED, payments: [{ ...replaced('a', AMOUNT, T0 + 6 * MINUTE), replacedAt: T0 + 3 * DAY }] }, T0 + 17 * DAY],
+    ['cancelled with a payment replaced before Till kept that time: 14 days after it was first seen', { ...CANCELLED, payments: [replaced('a', AMOUNT, T0 + 6 * MINUTE)] }, T0 + 6 * MINUTE + 14 * DAY],
     ['cancelled with a replaced payment, a longer late window: the late window', { ...CANCELLED, lateWindowMs: 30 * DAY, payments: [replaced('a', AMOUNT, T0 + 6 * MINUTE)] }, T0 + 5 * MINUTE + 30 * DAY],
     [
       'cancelled with a simulated payment (never mined): a late window after cancelling',
@@ -589,7 +615,7 @@ describe('watchUntil', () => {
     ['paid with a shallow payment: open-ended', PAID, null],
     ['paid with a payment back in mempool: open-ended', { ...PAID, payments: [mempool('a', AMOUNT, T0 + MINUTE)] }, null],
     ['paid, all payments 6 deep: a late window after paying', { ...PAID, payments: [deep] }, T0 + 10 * MINUTE + LATE_WINDOW],
-    ['paid, all payments 6 deep, one replaced: 14 days after the replaced one was first seen', { ...PAID, payments: [deep, replaced('b', 5, T0)] }, T0 + 14 * DAY],
+    ['paid, all payments 6 deep, one replaced: 14 days after it was found replaced', { ...PAID, payments: [deep, { ...replaced('b', 5, T0), replacedAt: T0 + HOUR }] }, T0 + HOUR + 14 * DAY],
     ['paid with a shallow payment and a replaced one: open-ended', { ...PAID, payments: [...PAID.payments, replaced('b', 5, T0)] }, null],
     ['late_paid, all payments 6 deep', { ...LATE_PAID, payments: [deep] }, EXPIRES + DAY + LATE_WINDOW],
   ];
