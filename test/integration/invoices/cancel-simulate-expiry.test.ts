@@ -187,6 +187,8 @@ for (const transport of TRANSPORTS) {
         if (c.events!.includes(`invoice.${c.status}`) && (c.status === 'paid' || c.status === 'late_paid')) {
           assert.ok(inv.amount_confirmed_sats >= inv.amount_sats);
           assert.equal(inv.paid_at, new Date(till().clock.now()).toISOString());
+          // docs/API.md: confirmed, and no block to name.
+          assert.deepEqual([inv.payments.at(-1).status, inv.payments.at(-1).block_height], ['confirmed', null]);
         }
       });
     }
