@@ -250,6 +250,12 @@ export class ChainWatcher {
         },
         resync: (reason) => void this.requestSync(true, reason),
         malformed: (topic, reason) => this.#log.warn({ topic, reason }, 'malformed ZMQ message ignored'),
+        failed: (reason) => {
+          // Till would hear of no new transaction until the next block: a new feed, and a re-sync for what was missed.
+          this.#log.error({ reason }, 'ZMQ feed stopped reading; starting a new one');
+          this.#feed = null;
+          void this.requestSync(true, 'zmq feed failed');
+        },
       },
     });
     this.#feed.start();

@@ -18,6 +18,8 @@ export interface ZmqHandlers {
   /** Something may have been missed: re-sync. */
   resync(reason: string): void;
   malformed(topic: string, reason: string): void;
+  /** The socket stopped reading (not by stop()): nothing more comes from this feed; make a new one. */
+  failed(reason: string): void;
 }
 
 export interface ZmqFeedOptions {
@@ -82,17 +84,25 @@ export class ZmqFeed {
           return;
         }
       }
-    } catch {
-      // The socket was closed.
+    } catch (err) {
+      this.#fail(sock, `its connection events: ${(err as Error).message}`);
     }
   }
 
   async #read(sock: Subscriber): Promise<void> {
     try {
       for await (const frames of sock) this.#handle(frames);
-    } catch {
-      // Closed.
+      this.#fail(sock, 'the socket was closed');
+    } catch (err) {
+      this.#fail(sock, (err as Error).message);
     }
+  }
+
+  /** Stopped on purpose, the socket is no longer ours: nothing to say. */
+  #fail(sock: Subscriber, reason: string): void {
+    if (this.#sock !== sock) return;
+    this.stop();
+    this.#h.failed(reason);
   }
 
   #handle(frames: Buffer[]): void {

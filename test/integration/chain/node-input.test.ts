@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { describe, test, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
-import { Publisher } from 'zeromq';
+import { Publisher, Subscriber } from 'zeromq';
 import { Bitcoind, SCAN_TIMEOUT_MS } from '../../../src/bitcoin/bitcoind.ts';
 import { RpcClient, RpcProtocolError, RpcUnavailableError } from '../../../src/bitcoin/rpc-client.ts';
 import { ZmqFeed } from '../../../src/bitcoin/zmq-feed.ts';
@@ -13,7 +13,8 @@ import type { ZmqTopic } from '../../fakes/bitcoind/zmq-publisher.ts';
 import { databasePath } from '../../../src/db/connection.ts';
 import { MIGRATIONS } from '../../../src/db/migrations/index.ts';
 import { call, setupStore, startTestTill } from '../../helpers/till-server.ts';
-import { nodeEnv, waitFor } from './helpers.ts';
+import { createInvoice, getInvoice, nodeEnv, startChainFixture, waitFor } from './helpers.ts';
+import { startFakeNode } from './nodes.ts';
 
 /** A JSON-RPC server on loopback that answers every call with `result` (or `error`), `delayMs` late. */
 async function startRpcServer(t: TestContext, result: unknown, delayMs = 0, error: { code: number; message: string } | null = null): Promise<string> {
@@ -45,6 +46,7 @@ describe('chain: bad input from the node', () => {
         sequence: () => seen.push('sequence'),
         resync: (reason) => seen.push(`resync: ${reason}`),
         malformed: (topic, reason) => seen.push(`malformed ${topic}: ${reason}`),
+        failed: (reason) => seen.push(`failed: ${reason}`),
       },
     });
     feed.start();
@@ -64,6 +66,34 @@ describe('chain: bad input from the node', () => {
     assert.ok(after.some((s) => /malformed hashblock: hash is not 32 bytes/.test(s)), after.join('\n'));
     assert.ok(after.some((s) => /malformed rawtx: expected 3 frames/.test(s)));
     assert.ok(after.some((s) => /resync: hashblock sequence gap/.test(s)));
+    assert.ok(!seen.some((s) => s.startsWith('failed')), 'bad messages do not stop the feed');
+  });
+
+  test('a ZMQ socket that stops reading is replaced: a payment sent after it is seen at once, not at the next block', async (t) => {
+    const f = await startChainFixture(t, startFakeNode); // re-syncs on its timer once an hour only
+    const first = await createInvoice(f);
+    const second = await createInvoice(f);
+    // The next read fails (libzmq errors other than a close are rare; this is what one looks like to the feed).
+    const receive = Subscriber.prototype.receive;
+    let failures = 1;
+    // zeromq's receive is read-only on the native Socket: shadowed on Subscriber for this test.
+    Object.defineProperty(Subscriber.prototype, 'receive', {
+      configurable: true,
+      value(this: Subscriber) {
+        return failures-- > 0 ? Promise.reject(new Error('test: the socket failed')) : receive.call(this);
+      },
+    });
+    t.after(() => {
+      delete (Subscriber.prototype as { receive?: unknown }).receive;
+    });
+    await f.node.pay(first.address, 50_000);
+    await waitFor(async () => (await getInvoice(f, first.id)).payments.length === 1, 'the first payment');
+    await waitFor(() => failures <= 0, 'the failed read');
+    await waitFor(() => (f.till.rt.health().chain as any).zmq === 'connected', 'a feed connected');
+    await f.till.rt.chain!.idle();
+    await f.node.waitForSubscriber();
+    await f.node.pay(second.address, 50_000);
+    await waitFor(async () => (await getInvoice(f, second.id)).payments.length === 1, 'the payment sent after the failure');
   });
 
   test('a UTXO-set scan is waited for past the timeout of other calls (minutes on mainnet)', async (t) => {
