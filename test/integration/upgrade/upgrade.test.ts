@@ -1,0 +1,140 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { ManualClock } from '../../../src/clock.ts';
+import { loadConfig } from '../../../src/config.ts';
+import { databasePath, openDatabase } from '../../../src/db/connection.ts';
+import { LATEST_SCHEMA_VERSION } from '../../../src/db/migrate.ts';
+import { MIGRATIONS } from '../../../src/db/migrations/index.ts';
+import { silentLogger } from '../../../src/log.ts';
+import { createRuntime } from '../../../src/runtime.ts';
+import { tempDir } from '../../helpers/temp.ts';
+import { nodeEnv, waitFor } from '../chain/helpers.ts';
+import { startFakeNode } from '../chain/nodes.ts';
+
+// Data dirs left by older Tills, opened by this one. The fixtures are what the
+// old code wrote: each was made by running that commit's own code (a git
+// worktree of it: `till store create`, `xpub add`, `keys mint`, then `till
+// serve` with invoices created over the API) and reading its rows back; the
+// schema is that commit's migrations as they stood then.
+
+const REPO = fileURLToPath(new URL('../../../', import.meta.url));
+
+function schemaOf(db: Database.Database): Array<{ type: string; name: string; sql: string | null }> {
+  return db.prepare("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name").all() as any;
+}
+
+// Migration 0003 as Till had it from 4766678 (the chain watcher) to d17239c:
+// an invoice watched for as long as its state needs had watch_until NULL.
+// dd61d9d changed 0003 in place to a NOT NULL sentinel, and the queries to
+// `watch_until > ?`, but a database already at schema 3 never runs 0003 again.
+const OLD_0003_NULL_WATCH = `
+CREATE TABLE chain_blocks (
+  height       INTEGER PRIMARY KEY,
+  hash         TEXT NOT NULL UNIQUE,
+  prev_hash    TEXT NOT NULL,
+  processed_at INTEGER NOT NULL
+) STRICT;
+
+ALTER TABLE invoices ADD COLUMN watch_until INTEGER;
+-- Covering: rebuilding the watch set at start reads this index only.
+CREATE INDEX invoices_watch_until ON invoices(watch_until, script_hex);
+CREATE INDEX payments_status ON payments(status) WHERE status = 'mempool';
+CREATE INDEX payments_block_height ON payments(block_height) WHERE block_height IS NOT NULL;
+`;
+
+// A live store, its xpub and a pending invoice, exactly as Till at d17239c wrote
+// them (`till store create --mode live`, `store set --expiry-minutes 5`,
+// `xpub add`, then POST /v1/invoices to its `till serve`).
+const CREATED_AT = 1795657239545;
+const ADDRESS = 'mxxEgJW9A7omGBZMnPjac5BLxfZ5tDM7ZR';
+const D17239C_ROWS = `
+INSERT INTO stores (id, name, mode, confirmations_required, expiry_minutes, late_window_minutes, logo_url, brand_color, created_at, archived_at, callback_secret, callback_secret_previous, callback_secret_previous_expires_at) VALUES ('sto_01m8ar5xe11h1e1aa1pssfjdhg', 'Live Shop', 'live', 1, 5, 10080, NULL, NULL, 1795657233858, NULL, 'v1:mGlrTqcRg3WcYR1NRjQEi8YMwiXOhr5vH77qH3ccALq+d+1y9vvwjMFpNDWhYTEiOh9JcKGFuY7THwhFhFjOVsmRscb0YA7m7LKTMLQ=', NULL, NULL);
+INSERT INTO xpubs (id, store_id, env, key_text, script_type, key_network, gap_limit, next_index, last_funded_index, last_funded_at, status, created_at, retired_at) VALUES ('xpb_01m8ar5yt11v72h545ty7882rm', 'sto_01m8ar5xe11h1e1aa1pssfjdhg', 'live', 'tpubDCMq5BDBkbJSY6tMEjQkAntfP44frop1EYxFyEDMuhq617fs3B5MLcVyGxPqyPL6nfHBbJb5apVn3wLCpB2UbFUTKagz9zRFUzfuXashsHM', 'p2pkh', 'test', 20, 8, 5, 1795657239411, 'active', 1795657235265, NULL);
+INSERT INTO invoices (id, store_id, livemode, status, amount_sats, fiat_amount_cents, currency, rate_cents_per_btc, rate_source, rate_fetched_at, xpub_id, address_index, address, script_hex, confirmations_required, late_window_ms, expires_at, created_at, paid_at, cancelled_at, expired_at, metadata, callback_url, version, watch_until) VALUES ('inv_01m8ar62zsa6vrqb4kv36keece', 'sto_01m8ar5xe11h1e1aa1pssfjdhg', 1, 'pending', 12345, NULL, NULL, NULL, NULL, NULL, 'xpb_01m8ar5yt11v72h545ty7882rm', 7, '${ADDRESS}', '76a914bf4236b570cc4782518253e2efed7fb6380c1ec888ac', 1, 604800000, 1795657539545, ${CREATED_AT}, NULL, NULL, NULL, '{"order":"L-9"}', NULL, 1, NULL);
+`;
+
+test('schema 3 with NULL watch_until (Till 4766678..d17239c): a pending invoice is still watched after the upgrade, and its payment found', async (t) => {
+  const dir = tempDir(t);
+  const old = new Database(databasePath(dir));
+  old.pragma('journal_mode = WAL');
+  old.exec(MIGRATIONS[0]!.sql);
+  old.exec(MIGRATIONS[1]!.sql);
+  old.exec(OLD_0003_NULL_WATCH);
+  old.pragma('user_version = 3');
+  old.exec(D17239C_ROWS);
+  old.close();
+
+  // A minute after the invoice was made, on the old till's clock; it expires 4 minutes later.
+  const clock = new ManualClock(CREATED_AT + 60_000);
+  const node = await startFakeNode(clock);
+  t.after(() => node.stop());
+  const rt = createRuntime(loadConfig({ env: { TILL_DATA_DIR: dir, TILL_NETWORK: 'regtest', TILL_RATES: 'fixed:65000', ...nodeEnv(node) } }), { clock, logger: silentLogger });
+  t.after(() => rt.stop());
+  rt.chain!.start();
+  await rt.chain!.idle();
+  await node.waitForSubscriber();
+
+  await node.pay(ADDRESS, 12_345);
+  const payments = () => (rt.ctx.db.prepare("SELECT count(*) AS n FROM payments WHERE invoice_id = 'inv_01m8ar62zsa6vrqb4kv36keece'").get() as { n: number }).n;
+  await waitFor(() => payments() > 0, 'the buyer\'s payment recorded on the invoice made before the upgrade', 5_000).catch(() => {});
+  assert.equal(payments(), 1, 'the payment to a pending invoice made before the upgrade is recorded');
+});
+
+// Migration 0005's statement: a process killed while it runs has applied 0004.
+const KILL_AT = MIGRATIONS[4]!.sql.trim();
+
+test('an upgrade killed part-way (kill -9 during a migration) leaves the old schema the old version opens, and a later start finishes it', async (t) => {
+  const dir = tempDir(t);
+  // A data dir at schema 3, as Till ae8833b (the last with schema 3) left it.
+  const old = new Database(databasePath(dir));
+  old.pragma('journal_mode = WAL');
+  for (const m of MIGRATIONS.slice(0, 3)) {
+    old.exec(m.sql);
+    old.pragma(`user_version = ${m.version}`);
+  }
+  old.exec("INSERT INTO stores (id, name, mode, created_at) VALUES ('sto_01m830e07jz0362g5mrsf13073', 'Test Shop', 'test', 1795397452000)");
+  const before = schemaOf(old);
+  old.close();
+
+  // The upgrading process dies (SIGKILL, no chance to clean up) as it starts migration 0005.
+  const preload = join(dir, 'kill-during-migration.mjs');
+  writeFileSync(
+    preload,
+    `import { createRequire } from 'node:module';
+const Database = createRequire(${JSON.stringify(join(REPO, 'package.json'))})('better-sqlite3');
+const exec = Database.prototype.exec;
+Database.prototype.exec = function (sql) {
+  if (sql.trim() === process.env.KILL_AT) process.kill(process.pid, 'SIGKILL');
+  return exec.call(this, sql);
+};
+`,
+  );
+  const child = spawn(
+    process.execPath,
+    ['--import', preload, '--input-type=module', '-e', `const { openDatabase } = await import(${JSON.stringify(join(REPO, 'src/db/connection.ts'))}); openDatabase(${JSON.stringify(dir)});`],
+    { env: { ...process.env, KILL_AT }, stdio: 'inherit' },
+  );
+  const signal = await new Promise((resolve) => child.once('exit', (_code, sig) => resolve(sig)));
+  assert.equal(signal, 'SIGKILL', 'the upgrade was killed during a migration');
+
+  const after = new Database(databasePath(dir), { readonly: true });
+  try {
+    assert.equal(after.pragma('integrity_check', { simple: true }), 'ok');
+    // Till at schema 3 refuses anything newer ("written by a newer Till"): the
+    // merchant could not go back to the version that wrote this data.
+    assert.equal(after.pragma('user_version', { simple: true }), 3, 'the schema is the old version\'s, not half-upgraded');
+    assert.deepEqual(schemaOf(after), before);
+  } finally {
+    after.close();
+  }
+
+  const db = openDatabase(dir);
+  t.after(() => db.close());
+  assert.equal(db.pragma('user_version', { simple: true }), LATEST_SCHEMA_VERSION);
+  assert.equal((db.prepare('SELECT count(*) AS n FROM stores').get() as { n: number }).n, 1);
+});
