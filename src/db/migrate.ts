@@ -8,26 +8,28 @@ export class SchemaTooNewError extends Error {
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;
 
 /**
- * Applies the bundled migrations in order, each in its own transaction, and
- * records progress in PRAGMA user_version. A database written by a newer Till
- * is refused rather than half-understood.
+ * Applies the bundled migrations in order, all in one transaction, and
+ * records progress in PRAGMA user_version. An upgrade interrupted (killed, a
+ * power cut, a failing migration) leaves the schema the older Till wrote and
+ * can still run; the next start upgrades from there. A database written by a
+ * newer Till is refused rather than half-understood.
  */
 export function migrate(db: Database.Database, beforeUpgrade?: (db: Database.Database) => void): number {
   const from = schemaVersion(db);
   refuseNewer(from);
+  if (from === LATEST_SCHEMA_VERSION) return LATEST_SCHEMA_VERSION;
   // A new database (version 0) has nothing that could be using it.
-  if (from > 0 && from < LATEST_SCHEMA_VERSION) beforeUpgrade?.(db);
-  for (const m of MIGRATIONS.slice(from)) {
-    db.transaction(() => {
-      // Read again under the write lock: another process (the server and a CLI
-      // command started together after an upgrade) may have applied it meanwhile.
-      const current = schemaVersion(db);
-      refuseNewer(current);
-      if (current >= m.version) return;
+  if (from > 0) beforeUpgrade?.(db);
+  db.transaction(() => {
+    // Read again under the write lock: another process (the server and a CLI
+    // command started together after an upgrade) may have applied some meanwhile.
+    const current = schemaVersion(db);
+    refuseNewer(current);
+    for (const m of MIGRATIONS.slice(current)) {
       db.exec(m.sql);
       db.pragma(`user_version = ${m.version}`);
-    }).immediate();
-  }
+    }
+  }).immediate();
   return LATEST_SCHEMA_VERSION;
 }
 
