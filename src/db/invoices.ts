@@ -184,10 +184,10 @@ export function createInvoicesRepo(db: Db) {
   const insert = db.prepare(
     `INSERT INTO invoices (id, store_id, livemode, status, amount_sats, fiat_amount_cents, currency, rate_cents_per_btc, rate_source,
        rate_fetched_at, xpub_id, address_index, address, script_hex, confirmations_required, late_window_ms, expires_at, created_at,
-       metadata, callback_url)
+       metadata, callback_url, watch_until)
      VALUES (@id, @storeId, @livemode, @status, @amountSats, @fiatAmountCents, @currency, @rateCentsPerBtc, @rateSource,
        @rateFetchedAt, @xpubId, @addressIndex, @address, @scriptHex, @confirmationsRequired, @lateWindowMs, @expiresAt, @createdAt,
-       @metadata, @callbackUrl)`,
+       @metadata, @callbackUrl, ${WATCH_WHILE_NEEDED})`,
   );
   const updateState = db.prepare(
     `UPDATE invoices SET status = @status, expires_at = @expiresAt, paid_at = @paidAt, cancelled_at = @cancelledAt, expired_at = @expiredAt,

@@ -8,6 +8,7 @@ import Database from 'better-sqlite3';
 import { ManualClock } from '../../../src/clock.ts';
 import { loadConfig } from '../../../src/config.ts';
 import { databasePath, openDatabase } from '../../../src/db/connection.ts';
+import { WATCH_WHILE_NEEDED } from '../../../src/db/invoices.ts';
 import { LATEST_SCHEMA_VERSION } from '../../../src/db/migrate.ts';
 import { MIGRATIONS } from '../../../src/db/migrations/index.ts';
 import { silentLogger } from '../../../src/log.ts';
@@ -81,8 +82,39 @@ test('schema 3 with NULL watch_until (Till 4766678..d17239c): a pending invoice 
 
   await node.pay(ADDRESS, 12_345);
   const payments = () => (rt.ctx.db.prepare("SELECT count(*) AS n FROM payments WHERE invoice_id = 'inv_01m8ar62zsa6vrqb4kv36keece'").get() as { n: number }).n;
-  await waitFor(() => payments() > 0, 'the buyer\'s payment recorded on the invoice made before the upgrade', 5_000).catch(() => {});
-  assert.equal(payments(), 1, 'the payment to a pending invoice made before the upgrade is recorded');
+  await waitFor(() => payments() > 0, 'the buyer\'s payment recorded on the invoice made before the upgrade', 5_000);
+
+  // The old column has no default: an invoice made after the upgrade is written watched all the same.
+  const { rowid: _, ...made } = rt.ctx.repos.invoices.get('inv_01m8ar62zsa6vrqb4kv36keece')!;
+  rt.ctx.repos.invoices.insert({ ...made, id: 'inv_01m8ar62zsa6vrqb4kv36keecf', addressIndex: 8, address: 'made-after-the-upgrade', scriptHex: '00'.repeat(22), payments: [] });
+  const watchUntil = rt.ctx.db.prepare("SELECT watch_until FROM invoices WHERE id = 'inv_01m8ar62zsa6vrqb4kv36keecf'").pluck().get();
+  assert.equal(watchUntil, WATCH_WHILE_NEEDED);
+});
+
+// Migration 0007 as Till had it from 519a00f to 02c8492: the table was named mempool_spends.
+const OLD_0007_MEMPOOL_SPENDS = `
+CREATE TABLE mempool_spends (
+  outpoint TEXT NOT NULL,
+  txid     TEXT NOT NULL,
+  PRIMARY KEY (outpoint, txid)
+) STRICT, WITHOUT ROWID;
+`;
+
+test('schema 7 with mempool_spends (Till 519a00f..02c8492): the upgrade gives it payment_spends, in its place', (t) => {
+  const dir = tempDir(t);
+  const old = new Database(databasePath(dir));
+  old.pragma('journal_mode = WAL');
+  for (const m of MIGRATIONS.slice(0, 6)) old.exec(m.sql);
+  old.exec(OLD_0007_MEMPOOL_SPENDS);
+  old.pragma('user_version = 7');
+  old.close();
+
+  const db = openDatabase(dir);
+  t.after(() => db.close());
+  const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%_spends'").pluck().all();
+  assert.deepEqual(tables, ['payment_spends']);
+  db.prepare("INSERT INTO payment_spends (outpoint, txid) VALUES (?, ?)").run(`${'a'.repeat(64)}:0`, 'b'.repeat(64));
+  assert.equal(db.pragma('integrity_check', { simple: true }), 'ok');
 });
 
 // Migration 0005's statement: a process killed while it runs has applied 0004.
