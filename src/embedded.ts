@@ -1,8 +1,8 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
-import { isAbsolute, join, resolve } from 'node:path';
+import { extname, isAbsolute, join, resolve } from 'node:path';
 import * as sea from 'node:sea';
 
 // What the single executable (npm run build, scripts/build/) carries that a
@@ -78,7 +78,24 @@ function extract(name: Extractable): string {
   }
   closeSync(fd);
   renameSync(temp, target);
+  removeOtherBuilds(dir, name, entry.file);
   return target;
+}
+
+/**
+ * Other builds' copies of this file (its name with another content hash):
+ * left alone, every upgrade would leave its addons behind for good. A Till of
+ * another build still running keeps what it loaded (Linux keeps an open file
+ * until closed), and one started later writes its own again.
+ */
+function removeOtherBuilds(dir: string, name: Extractable, keep: string): void {
+  const ext = extname(keep);
+  const isCopy = (file: string) => file.startsWith(`${name}-`) && file.endsWith(ext) && /^[0-9a-f]{16}$/.test(file.slice(name.length + 1, -ext.length));
+  try {
+    for (const file of readdirSync(dir)) if (file !== keep && isCopy(file)) rmSync(join(dir, file), { force: true });
+  } catch {
+    // Tidying only: what cannot be removed stays.
+  }
 }
 
 /**

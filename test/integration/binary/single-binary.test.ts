@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
@@ -73,6 +73,10 @@ async function servesTheDemo(t: TestContext, command: string[]): Promise<void> {
   const cwd = tempDir(t, 'till-cwd-');
   const env = { PATH: '/usr/bin:/bin', HOME: home };
   const cli = (...args: string[]) => run(exe, [...pre, ...args], { cwd, env });
+  // What an older build extracted, and a file that is not one of its copies.
+  const cache = join(home, '.cache', 'till');
+  mkdirSync(cache, { recursive: true, mode: 0o700 });
+  for (const file of ['zeromq-0123456789abcdef.node', 'better-sqlite3-0123456789abcdef.node', 'zeromq-notes.txt']) writeFileSync(join(cache, file), 'old');
 
   assert.equal((await cli('--version')).stdout.trim(), version);
 
@@ -113,4 +117,9 @@ async function servesTheDemo(t: TestContext, command: string[]): Promise<void> {
   const errors = till.output().split('\n').filter((line) => line.startsWith('{') && (JSON.parse(line) as { level: number }).level >= 50);
   assert.deepEqual(errors, []);
   assert.equal(till.errors(), '');
+  const cached = readdirSync(cache).sort();
+  assert.deepEqual(cached.filter((f) => f.includes('0123456789abcdef')), [], 'an older build\'s copies are removed');
+  assert.ok(cached.includes('zeromq-notes.txt'), 'other files are left alone');
+  const builds = cached.filter((f) => /^(better-sqlite3|zeromq|sqlite-driver)-[0-9a-f]{16}\.[a-z]+$/.test(f));
+  assert.deepEqual(builds.map((f) => f.slice(0, f.lastIndexOf('-'))), ['better-sqlite3', 'sqlite-driver', 'zeromq'], 'this build\'s copies, one each');
 }
