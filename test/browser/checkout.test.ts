@@ -1,74 +1,15 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
-import { after, before, describe, test, type TestContext } from 'node:test';
-import jsQRModule from 'jsqr';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { describe, test, type TestContext } from 'node:test';
 import { expireDueInvoices } from '../../src/services/invoices.ts';
 import { updateStore } from '../../src/services/stores.ts';
-import { installDebianPackages } from '../helpers/apt.ts';
 import { failSyncDuring } from '../helpers/held-sync.ts';
-import { call, setupStore, startTestTill, type TestTill } from '../helpers/till-server.ts';
+import { call, setupStore, startTestTill } from '../helpers/till-server.ts';
 import { createInvoice, receivePayment, simulate, waitFor } from '../integration/checkout/checkout-helpers.ts';
+import { expectStatus, openCheckout, readQr, screenshot, skipReason } from './checkout-browser.ts';
 
 // The hosted checkout in a real headless Chromium (Debian's package): the QR
 // code the buyer sees decodes to the payment request, and the page follows
 // the invoice live over each transport without a reload.
-
-// jsqr is CommonJS typed as an ES module: its function is the default's default.
-const jsQR = jsQRModule.default;
-
-const CHROMIUM = '/usr/bin/chromium';
-const ARTIFACTS = new URL('../../test-artifacts/', import.meta.url);
-const PHONE = { width: 390, height: 844 };
-
-/** Null when Chromium is there (installing it on a root CI box), else why the tests skip. */
-function chromiumMissing(): string | null {
-  if (existsSync(CHROMIUM)) return null;
-  if (process.getuid?.() === 0 && process.env.CI === 'true') {
-    const failed = installDebianPackages(['chromium']);
-    if (failed) return `Chromium could not be installed here (${failed})`;
-    if (existsSync(CHROMIUM)) return null;
-  }
-  return `no Chromium at ${CHROMIUM}: install it with "apt-get install -y chromium" (the test does so itself as root with CI=true)`;
-}
-
-const skipReason = chromiumMissing();
-if (skipReason) console.log(`# skipping browser tests: ${skipReason}`);
-
-let browser: Browser;
-
-before(async () => {
-  if (skipReason) return;
-  mkdirSync(ARTIFACTS, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'],
-    timeout: 30_000,
-  });
-});
-
-after(async () => {
-  await browser?.close();
-});
-
-interface OpenPage {
-  page: Page;
-  status: number;
-  /** Console errors and uncaught exceptions (a CSP violation shows up here). */
-  problems: string[];
-}
-
-async function openCheckout(t: { after(fn: () => Promise<void>): void }, till: TestTill, id: string, query = ''): Promise<OpenPage> {
-  const context = await browser.newContext({ viewport: PHONE, deviceScaleFactor: 1 });
-  t.after(() => context.close());
-  const page = await context.newPage();
-  page.setDefaultTimeout(8000);
-  const problems: string[] = [];
-  page.on('console', (m) => m.type() === 'error' && problems.push(`${m.text()} (${m.location().url})`));
-  page.on('pageerror', (e) => problems.push(e.message));
-  const res = await page.goto(`${till.url}/checkout/${id}${query}`);
-  return { page, status: res?.status() ?? 0, problems };
-}
 
 /** A till with a new invoice whose page is open, waiting for payment and subscribed to its changes. */
 async function openLivePage(t: TestContext) {
@@ -79,43 +20,6 @@ async function openLivePage(t: TestContext) {
   await expectStatus(page, 'Waiting for payment');
   await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1, 'the page to subscribe');
   return { till, store, inv, page };
-}
-
-/** Waits for the status headline to read `text`. */
-async function expectStatus(page: Page, text: string): Promise<void> {
-  await page.waitForFunction((t) => document.getElementById('status')?.textContent === t, text);
-}
-
-/**
- * Reads the QR code as the buyer's camera would: a screenshot of the code on
- * the page, decoded to pixels by the browser (an about:blank page, outside the
- * checkout's CSP) and read by jsQR.
- */
-async function readQr(page: Page): Promise<string> {
-  const png = await page.locator('#qr').screenshot();
-  const scratch = await page.context().newPage();
-  try {
-    const { width, height, rgba } = await scratch.evaluate(async (b64) => {
-      const img = new Image();
-      img.src = `data:image/png;base64,${b64}`;
-      await img.decode();
-      const canvas = document.createElement('canvas');
-      canvas.width = img.naturalWidth;
-      canvas.height = img.naturalHeight;
-      const g = canvas.getContext('2d')!;
-      g.drawImage(img, 0, 0);
-      return { width: canvas.width, height: canvas.height, rgba: Array.from(g.getImageData(0, 0, canvas.width, canvas.height).data) };
-    }, png.toString('base64'));
-    const code = jsQR(Uint8ClampedArray.from(rgba), width, height);
-    assert.ok(code, 'the QR code on the page decodes');
-    return code.data;
-  } finally {
-    await scratch.close();
-  }
-}
-
-async function screenshot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: new URL(`checkout-${name}.png`, ARTIFACTS).pathname, fullPage: true });
 }
 
 describe('hosted checkout page in Chromium', { skip: skipReason ?? false }, () => {
