@@ -1,10 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { startTestTill } from '../helpers/till-server.ts';
+import { testTpub } from '../helpers/keys.ts';
+import { setupStore, startTestTill } from '../helpers/till-server.ts';
+import { createInvoice } from '../integration/checkout/checkout-helpers.ts';
 import { expectStatus, openCheckout, skipReason } from './checkout-browser.ts';
 
 // The hosted checkout as buyers meet it off the happy path, in a real
 // headless Chromium: each test is something a buyer would notice.
+
+const SMALL_PHONE = { width: 320, height: 640 };
 
 describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false }, () => {
   test('an unknown invoice offers nothing to copy and no countdown', async (t) => {
@@ -14,5 +18,20 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     assert.equal(await page.locator('#copy-address').isDisabled(), true);
     assert.equal(await page.locator('#copy-amount').isDisabled(), true);
     assert.equal(await page.locator('#countdown').evaluate((el) => getComputedStyle(el).visibility), 'hidden');
+  });
+
+  test('the whole address is visible: a taproot address on a phone, a segwit one on a small phone', async (t) => {
+    const till = await startTestTill(t);
+    const cases = [
+      { xpub: `tr(${testTpub('taproot')})`, viewport: undefined },
+      { xpub: `wpkh(${testTpub('segwit')})`, viewport: SMALL_PHONE },
+    ];
+    for (const { xpub, viewport } of cases) {
+      const inv = await createInvoice(till, setupStore(till, { xpub }));
+      const { page } = await openCheckout(t, till, inv.id, '', viewport);
+      await expectStatus(page, 'Waiting for payment');
+      const box = await page.locator('#address').evaluate((el) => ({ scroll: el.scrollHeight, client: el.clientHeight }));
+      assert.ok(box.scroll <= box.client, `${inv.address} (${inv.address.length} characters) is cut off: ${box.scroll} px of text in ${box.client} px`);
+    }
   });
 });
