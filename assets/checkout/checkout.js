@@ -110,7 +110,10 @@ function render(inv) {
   setText('amount-btc', btc(dueSats));
   setText('amount-sats', `${satsFormat.format(dueSats)} sats`);
   setText('amount-fiat', inv.amount && inv.currency && state !== 'partial' ? `≈ ${inv.amount} ${inv.currency}` : '');
-  $('address').value = inv.address;
+  if ($('address').value !== inv.address) {
+    $('address').value = inv.address;
+    fitAddress();
+  }
   $('amount').value = btc(dueSats);
   setText('invoice-id', inv.id);
 
@@ -127,6 +130,13 @@ function render(inv) {
 
   updateCountdown();
   if (isSettled(inv)) stopLive();
+}
+
+/** As many rows as the address needs at this width (a taproot address takes four on a small phone): buyers compare all of it with their wallet's. */
+function fitAddress() {
+  const el = $('address');
+  el.rows = 2;
+  while (el.scrollHeight > el.clientHeight && el.rows < 8) el.rows++;
 }
 
 function updateCountdown() {
@@ -287,6 +297,8 @@ async function copy(button) {
 
 async function start() {
   for (const b of document.querySelectorAll('button[data-copy]')) b.addEventListener('click', () => copy(b));
+  // A turned phone or a larger font wraps the address differently.
+  addEventListener('resize', fitAddress);
   for (let attempt = 0; ; attempt++) {
     try {
       const inv = await fetchSnapshot();
