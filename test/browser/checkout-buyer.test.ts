@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { updateStore } from '../../src/services/stores.ts';
 import { testTpub } from '../helpers/keys.ts';
 import { setupStore, startTestTill } from '../helpers/till-server.ts';
 import { createInvoice } from '../integration/checkout/checkout-helpers.ts';
@@ -9,6 +10,12 @@ import { expectStatus, openCheckout, skipReason } from './checkout-browser.ts';
 // headless Chromium: each test is something a buyer would notice.
 
 const SMALL_PHONE = { width: 320, height: 640 };
+
+/** WCAG contrast ratio of an rgb() colour against white. */
+function contrastOnWhite(rgb: string): number {
+  const [r, g, b] = rgb.match(/\d+(\.\d+)?/g)!.slice(0, 3).map((c) => Number(c) / 255).map((c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4));
+  return 1.05 / (0.2126 * r! + 0.7152 * g! + 0.0722 * b! + 0.05);
+}
 
 describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false }, () => {
   test('an unknown invoice offers nothing to copy and no countdown', async (t) => {
@@ -33,5 +40,19 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
       const box = await page.locator('#address').evaluate((el) => ({ scroll: el.scrollHeight, client: el.clientHeight }));
       assert.ok(box.scroll <= box.client, `${inv.address} (${inv.address.length} characters) is cut off: ${box.scroll} px of text in ${box.client} px`);
     }
+  });
+
+  test('the keyboard focus stays visible on a store with a light brand colour', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    updateStore(till.rt.ctx, store.storeId, { brandColor: '#ffffff' });
+    const inv = await createInvoice(till, store);
+    const { page } = await openCheckout(t, till, inv.id);
+    await expectStatus(page, 'Waiting for payment');
+    await page.locator('#address').focus();
+    await page.keyboard.press('Tab');
+    const outline = await page.locator('#copy-address:focus-visible').evaluate((el) => getComputedStyle(el).outlineColor);
+    // WCAG 1.4.11: a focus indicator needs 3:1 against what is around it (the white card).
+    assert.ok(contrastOnWhite(outline) >= 3, `focus outline ${outline} on white: ${contrastOnWhite(outline).toFixed(2)}:1`);
   });
 });
