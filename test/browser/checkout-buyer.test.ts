@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { updateStore } from '../../src/services/stores.ts';
 import { testTpub } from '../helpers/keys.ts';
 import { setupStore, startTestTill } from '../helpers/till-server.ts';
-import { createInvoice } from '../integration/checkout/checkout-helpers.ts';
+import { createInvoice, receivePayment, waitFor } from '../integration/checkout/checkout-helpers.ts';
 import { expectStatus, openCheckout, skipReason } from './checkout-browser.ts';
 
 // The hosted checkout as buyers meet it off the happy path, in a real
@@ -54,5 +54,20 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     const outline = await page.locator('#copy-address:focus-visible').evaluate((el) => getComputedStyle(el).outlineColor);
     // WCAG 1.4.11: a focus indicator needs 3:1 against what is around it (the white card).
     assert.ok(contrastOnWhite(outline) >= 3, `focus outline ${outline} on white: ${contrastOnWhite(outline).toFixed(2)}:1`);
+  });
+
+  test('a screen reader hears what is missing, not only "Partly paid", and the copy buttons say what they copy', async (t) => {
+    const till = await startTestTill(t);
+    const inv = await createInvoice(till, setupStore(till), { amount_sats: 10_000 });
+    const { page } = await openCheckout(t, till, inv.id);
+    await expectStatus(page, 'Waiting for payment');
+    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1, 'the page to subscribe');
+    await receivePayment(till, inv.id, 4_000);
+    await expectStatus(page, 'Partly paid');
+    const live = page.locator('[aria-live]:has(#status-detail)');
+    assert.equal(await live.count(), 1, 'the detail line is in a live region');
+    assert.match((await live.textContent()) ?? '', /Send the remaining 0\.00006000 BTC/);
+    assert.ok(await page.getByRole('button', { name: 'Copy address' }).isVisible());
+    assert.ok(await page.getByRole('button', { name: 'Copy amount' }).isVisible());
   });
 });
