@@ -153,8 +153,8 @@ describe('hosted checkout page in Chromium', { skip: skipReason ?? false }, () =
     const inv = await createInvoice(till, store);
     const { page } = await openCheckout(t, till, inv.id);
     await expectStatus(page, 'Waiting for payment');
-    assert.equal(await page.locator('#status').getAttribute('aria-live'), 'polite');
-    assert.equal(await page.getByLabel('Address').inputValue(), inv.address);
+    assert.equal(await page.locator('[aria-live="polite"]:has(#status)').count(), 1, 'the status is in a live region');
+    assert.equal(await page.getByLabel('Address', { exact: true }).inputValue(), inv.address);
     assert.ok(await page.getByRole('img', { name: /QR code/ }).isVisible());
     // Tab reaches the copy button; Enter copies (clipboard granted to this origin).
     await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: till.url });
