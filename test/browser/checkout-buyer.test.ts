@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { updateStore } from '../../src/services/stores.ts';
 import { testTpub } from '../helpers/keys.ts';
-import { setupStore, startTestTill } from '../helpers/till-server.ts';
+import { call, setupStore, startTestTill } from '../helpers/till-server.ts';
 import { createInvoice, receivePayment, waitFor } from '../integration/checkout/checkout-helpers.ts';
 import { expectStatus, openCheckout, skipReason } from './checkout-browser.ts';
 
@@ -69,5 +69,19 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     assert.match((await live.textContent()) ?? '', /Send the remaining 0\.00006000 BTC/);
     assert.ok(await page.getByRole('button', { name: 'Copy address' }).isVisible());
     assert.ok(await page.getByRole('button', { name: 'Copy amount' }).isVisible());
+  });
+
+  test('an invoice cancelled after a partial payment tells the buyer what was received', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store, { amount_sats: 10_000 });
+    const { page } = await openCheckout(t, till, inv.id);
+    await expectStatus(page, 'Waiting for payment');
+    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1, 'the page to subscribe');
+    await receivePayment(till, inv.id, 4_000);
+    await expectStatus(page, 'Partly paid');
+    assert.equal((await call(till, 'POST', `/v1/invoices/${inv.id}/cancel`, { key: store.key })).status, 200);
+    await expectStatus(page, 'Invoice cancelled');
+    assert.match((await page.locator('#status-detail').textContent()) ?? '', /Received 0\.00004000 BTC.*refund/);
   });
 });
