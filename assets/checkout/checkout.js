@@ -48,6 +48,8 @@ function describe(inv) {
     case 'late_paid':
       return { state: 'paid', title: 'Paid after expiry', detail: 'Your payment arrived after the invoice expired and has been accepted.' };
     case 'cancelled':
+      // Cancelled while partly paid, or paid after the cancel: the buyer's money is on the invoice.
+      if (got > 0) return { state: 'cancelled', title: 'Invoice cancelled', detail: `Received ${btc(got)} BTC. Do not send more: contact the merchant about a refund.` };
       return { state: 'cancelled', title: 'Invoice cancelled', detail: 'Do not send a payment. Ask the merchant for a new invoice.' };
     case 'expired':
       if (got >= due) return { state: 'detected', title: 'Payment detected after expiry', detail: waiting };
