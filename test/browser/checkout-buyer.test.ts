@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { updateStore } from '../../src/services/stores.ts';
 import { testTpub } from '../helpers/keys.ts';
 import { call, setupStore, startTestTill } from '../helpers/till-server.ts';
-import { createInvoice, receivePayment, waitFor } from '../integration/checkout/checkout-helpers.ts';
+import { createInvoice, receivePayment, simulate, waitFor } from '../integration/checkout/checkout-helpers.ts';
 import { expectStatus, openCheckout, skipReason } from './checkout-browser.ts';
 
 // The hosted checkout as buyers meet it off the happy path, in a real
@@ -83,5 +83,18 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     assert.equal((await call(till, 'POST', `/v1/invoices/${inv.id}/cancel`, { key: store.key })).status, 200);
     await expectStatus(page, 'Invoice cancelled');
     assert.match((await page.locator('#status-detail').textContent()) ?? '', /Received 0\.00004000 BTC.*refund/);
+  });
+
+  test('a late payment still unconfirmed when the late window closes is not shown as waiting for confirmations', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store, { amount_sats: 10_000 });
+    await simulate(till, store, inv.id, 'expired');
+    await simulate(till, store, inv.id, 'payment_detected');
+    till.clock.advance(8 * 24 * 60 * 60_000); // past the default 7-day late window: it can no longer become late_paid
+    const { page } = await openCheckout(t, till, inv.id);
+    // The streams say the invoice is final (SSE's 204, then the WebSocket's 1000): the page must stop promising.
+    await page.waitForFunction(() => /too late/.test(document.getElementById('status')?.textContent ?? ''), null, { timeout: 12_000 });
+    assert.match((await page.locator('#status-detail').textContent()) ?? '', /refund/);
   });
 });
