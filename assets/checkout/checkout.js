@@ -22,6 +22,8 @@ let current = null;
 let clockOffsetMs = 0;
 let countdownTimer = null;
 let stopLive = () => {};
+/** The server closed the stream as final (WebSocket 1000): an expired invoice is past its late window. */
+let final = false;
 
 /** Exact BTC text from integer sats (no floating point). */
 function btc(sats) {
@@ -52,7 +54,11 @@ function describe(inv) {
       if (got > 0) return { state: 'cancelled', title: 'Invoice cancelled', detail: `Received ${btc(got)} BTC. Do not send more: contact the merchant about a refund.` };
       return { state: 'cancelled', title: 'Invoice cancelled', detail: 'Do not send a payment. Ask the merchant for a new invoice.' };
     case 'expired':
-      if (got >= due) return { state: 'detected', title: 'Payment detected after expiry', detail: waiting };
+      if (got >= due) {
+        // Unconfirmed when the late window closed: it can no longer make the invoice paid.
+        if (final) return { state: 'underpaid', title: 'Expired: paid too late', detail: `Received ${btc(got)} of ${btc(due)} BTC, too late to be accepted. Contact the merchant about a refund.` };
+        return { state: 'detected', title: 'Payment detected after expiry', detail: waiting };
+      }
       if (got > 0) {
         return { state: 'underpaid', title: 'Expired: underpaid', detail: `Received ${btc(got)} of ${btc(due)} BTC. Contact the merchant about a refund.` };
       }
@@ -223,7 +229,11 @@ function viaWebSocket(fallback) {
       render(msg.data);
     });
     ws.addEventListener('close', (e) => {
-      if (stopped || e.code === 1000) return;
+      if (stopped) return;
+      if (e.code === 1000) {
+        final = true;
+        return render(current);
+      }
       if (e.code === 4404) return showNotFound();
       if (!delivered || ++tries > WS_RETRIES) return fallback();
       setTimeout(connect, 1000 * 2 ** tries);
