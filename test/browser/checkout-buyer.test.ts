@@ -97,4 +97,15 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     await page.waitForFunction(() => /too late/.test(document.getElementById('status')?.textContent ?? ''), null, { timeout: 12_000 });
     assert.match((await page.locator('#status-detail').textContent()) ?? '', /refund/);
   });
+
+  test('a partial payment on a small phone moves nothing under the buyer\'s thumb', async (t) => {
+    const till = await startTestTill(t);
+    const inv = await createInvoice(till, setupStore(till), { amount_sats: 19_231 });
+    const { page } = await openCheckout(t, till, inv.id, '', SMALL_PHONE);
+    await expectStatus(page, 'Waiting for payment');
+    const qrBefore = await page.locator('figure.qr').boundingBox();
+    await receivePayment(till, inv.id, 5_000);
+    await expectStatus(page, 'Partly paid');
+    assert.deepEqual(await page.locator('figure.qr').boundingBox(), qrBefore);
+  });
 });
