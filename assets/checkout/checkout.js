@@ -56,7 +56,7 @@ function describe(inv) {
     case 'expired':
       if (got >= due) {
         // Unconfirmed when the late window closed: it can no longer make the invoice paid.
-        if (final) return { state: 'underpaid', title: 'Expired: paid too late', detail: `Received ${btc(got)} of ${btc(due)} BTC, too late to be accepted. Contact the merchant about a refund.` };
+        if (final) return { state: 'underpaid', title: 'Expired: paid too late', detail: `Received ${btc(got)} of ${btc(due)} BTC. Contact the merchant about a refund.` };
         return { state: 'detected', title: 'Payment detected after expiry', detail: waiting };
       }
       if (got > 0) {
