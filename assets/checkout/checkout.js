@@ -232,7 +232,8 @@ function viaWebSocket(fallback) {
       if (stopped) return;
       if (e.code === 1000) {
         final = true;
-        return render(current);
+        if (current) render(current);
+        return;
       }
       if (e.code === 4404) return showNotFound();
       if (!delivered || ++tries > WS_RETRIES) return fallback();
