@@ -236,7 +236,8 @@ function viaWebSocket(fallback) {
         return;
       }
       if (e.code === 4404) return showNotFound();
-      if (!delivered || ++tries > WS_RETRIES) return fallback();
+      // 1013: the server cannot serve a stream now (its database failed, or its stream limit): the next transport.
+      if (e.code === 1013 || !delivered || ++tries > WS_RETRIES) return fallback();
       setTimeout(connect, 1000 * 2 ** tries);
     });
   };
@@ -270,8 +271,18 @@ function viaPolling() {
   };
 }
 
+/**
+ * Over HTTP/1.1 a browser opens at most 6 connections to a host, and an
+ * EventSource holds one for as long as the page is open: a seventh checkout
+ * tab would never load. A WebSocket does not count against them.
+ */
+function defaultTransports() {
+  const protocol = performance.getEntriesByType('navigation')[0]?.nextHopProtocol ?? '';
+  return /^http\/1/.test(protocol) ? ['ws', 'sse', 'poll'] : ['sse', 'ws', 'poll'];
+}
+
 function goLive() {
-  const chain = { sse: ['sse', 'ws', 'poll'], ws: ['ws', 'poll'], poll: ['poll'] }[forced] ?? ['sse', 'ws', 'poll'];
+  const chain = { sse: ['sse', 'ws', 'poll'], ws: ['ws', 'poll'], poll: ['poll'] }[forced] ?? defaultTransports();
   const start = (i) => {
     const kind = chain[i];
     main.dataset.transport = kind;

@@ -108,4 +108,18 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     await expectStatus(page, 'Partly paid');
     assert.deepEqual(await page.locator('figure.qr').boundingBox(), qrBefore);
   });
+
+  test('a seventh checkout open in the same browser still loads (plain HTTP/1.1 allows 6 connections per host)', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const first = await openCheckout(t, till, (await createInvoice(till, store)).id);
+    await expectStatus(first.page, 'Waiting for payment');
+    for (let tab = 2; tab <= 7; tab++) {
+      const page = await first.page.context().newPage();
+      await page.goto(`${till.url}/checkout/${(await createInvoice(till, store)).id}`, { timeout: 8000 });
+      await expectStatus(page, 'Waiting for payment');
+      // A WebSocket does not take one of the six; an EventSource would (over HTTP/2 it goes first).
+      assert.equal(await page.locator('main').getAttribute('data-transport'), 'ws');
+    }
+  });
 });

@@ -28,7 +28,7 @@ describe('hosted checkout page in Chromium', { skip: skipReason ?? false }, () =
     const store = setupStore(till);
     updateStore(till.rt.ctx, store.storeId, { name: 'Corner Café', brandColor: '#0a7d5a' });
     const inv = await createInvoice(till, store, { amount: '12.50', currency: 'USD', metadata: { order: 'A-77' } });
-    const { page, status, problems } = await openCheckout(t, till, inv.id);
+    const { page, status, problems } = await openCheckout(t, till, inv.id, '?transport=sse');
     assert.equal(status, 200);
 
     await expectStatus(page, 'Waiting for payment');
