@@ -33,6 +33,12 @@ function btc(sats) {
 
 const satsFormat = new Intl.NumberFormat('en-US');
 
+/** A fiat amount ("1234567.89") grouped as the sats are ("1,234,567.89"), its digits as the API sent them. */
+function groupedFiat(amount) {
+  const [whole, cents] = amount.split('.');
+  return cents === undefined ? satsFormat.format(BigInt(whole)) : `${satsFormat.format(BigInt(whole))}.${cents}`;
+}
+
 function leastConfirmations(inv) {
   const counting = inv.payments.filter((p) => p.status !== 'replaced');
   if (counting.length === 0) return 0;
@@ -117,7 +123,7 @@ function render(inv) {
   const dueSats = state === 'partial' ? inv.amount_sats - inv.amount_received_sats : inv.amount_sats;
   setText('amount-btc', btc(dueSats));
   setText('amount-sats', `${satsFormat.format(dueSats)} sats`);
-  setText('amount-fiat', inv.amount && inv.currency && state !== 'partial' ? `≈ ${inv.amount} ${inv.currency}` : '');
+  setText('amount-fiat', inv.amount && inv.currency && state !== 'partial' ? `≈ ${groupedFiat(inv.amount)} ${inv.currency}` : '');
   if ($('address').value !== inv.address) {
     $('address').value = inv.address;
     fitAddress();

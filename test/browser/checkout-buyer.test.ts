@@ -98,6 +98,15 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     assert.match((await page.locator('#status-detail').textContent()) ?? '', /refund/);
   });
 
+  test('a large USD price is grouped as the sats are', async (t) => {
+    const till = await startTestTill(t);
+    const inv = await createInvoice(till, setupStore(till), { amount: '1234567.89', currency: 'USD' });
+    const { page } = await openCheckout(t, till, inv.id);
+    await expectStatus(page, 'Waiting for payment');
+    assert.equal(await page.locator('#amount-fiat').textContent(), '≈ 1,234,567.89 USD');
+    assert.match((await page.locator('#amount-sats').textContent()) ?? '', /^\d{1,3}(,\d{3})+ sats$/);
+  });
+
   test('a partial payment on a small phone moves nothing under the buyer\'s thumb', async (t) => {
     const till = await startTestTill(t);
     const inv = await createInvoice(till, setupStore(till), { amount_sats: 19_231 });
