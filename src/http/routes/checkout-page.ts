@@ -1,4 +1,4 @@
-import type { H3 } from 'h3';
+import type { H3, H3Event } from 'h3';
 import QRCode from 'qrcode';
 import type { StoredInvoice } from '../../db/invoices.ts';
 import { ApiError, invoiceNotFound } from '../../domain/errors.ts';
@@ -55,7 +55,7 @@ export function registerCheckoutPage(app: H3, rt: Runtime): void {
       const page = readAsset('checkout/index.html');
       if (!page) throw new Error('assets/checkout/index.html is missing from this build');
       // An unknown invoice still gets the page (it says so in words), with a 404 status.
-      const known = findInvoice(routeParam(event, 'id')) !== null;
+      const known = findInvoice(pageInvoiceId(event)) !== null;
       return sendAsset(event, page, { status: known ? 200 : 404, headers: PAGE_HEADERS });
     },
   });
@@ -69,6 +69,15 @@ export function registerCheckoutPage(app: H3, rt: Runtime): void {
       return sendAsset(event, toAsset(svg, 'image/svg+xml'), { headers: { 'content-security-policy': "default-src 'none'" } });
     },
   });
+}
+
+/** The invoice id in a page's URL; '' for a mistyped link that does not decode, which gets the page's "not found" too. */
+function pageInvoiceId(event: H3Event): string {
+  try {
+    return routeParam(event, 'id');
+  } catch {
+    return '';
+  }
 }
 
 /**

@@ -72,12 +72,14 @@ describe('GET /checkout/:id and its files', () => {
     for (const header of invalid) assert.equal((await till.request('/checkout/assets/checkout.js', { headers: { 'if-none-match': header } })).status, 200, header);
   });
 
-  test('an unknown invoice gets the page (it says so itself) with status 404', async (t) => {
+  test('an unknown invoice gets the page (it says so itself) with status 404, also a mistyped link that is not even an id', async (t) => {
     const till = await startTestTill(t);
-    const res = await call(till, 'GET', `/checkout/${MISSING_ID}`);
-    assert.equal(res.status, 404);
-    assert.match(res.headers.get('content-type') ?? '', /^text\/html/);
-    assert.ok(res.headers.get('x-request-id'));
+    for (const id of [MISSING_ID, 'inv_%zz', '%E0%A4%A']) {
+      const res = await call(till, 'GET', `/checkout/${id}`);
+      assert.equal(res.status, 404, id);
+      assert.match(res.headers.get('content-type') ?? '', /^text\/html/, id);
+      assert.ok(res.headers.get('x-request-id'));
+    }
   });
 
   test('serves only the page files: anything else under assets is 404', async (t) => {
