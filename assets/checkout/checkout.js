@@ -306,6 +306,12 @@ function showNotFound() {
   showProblem('notfound', 'Invoice not found', 'Check the link you were given, or ask the merchant for a new one.');
 }
 
+/** Says `text` in the copy live region, also when it says the same again (a region only announces a change). */
+function announceCopy(text) {
+  setText('copy-feedback', '');
+  requestAnimationFrame(() => setText('copy-feedback', text));
+}
+
 async function copy(button) {
   const input = $(button.dataset.copy);
   const label = button.dataset.copy === 'address' ? 'Address' : 'Amount';
@@ -316,12 +322,12 @@ async function copy(button) {
     input.focus();
     input.select();
     if (!document.execCommand('copy')) {
-      setText('copy-feedback', `${label} selected: copy it with your keyboard`);
+      announceCopy(`${label} selected: copy it with your keyboard`);
       return;
     }
   }
   button.textContent = 'Copied';
-  setText('copy-feedback', `${label} copied`);
+  announceCopy(`${label} copied`);
   setTimeout(() => (button.textContent = 'Copy'), 2000);
 }
 

@@ -161,8 +161,19 @@ describe('hosted checkout page in Chromium', { skip: skipReason ?? false }, () =
     await page.locator('#address').focus();
     await page.keyboard.press('Tab');
     assert.equal(await page.evaluate(() => document.activeElement?.id), 'copy-address');
+    // What the copy live region says, each time it changes.
+    await page.evaluate(() => {
+      const region = document.getElementById('copy-feedback')!;
+      (window as any).said = [];
+      new MutationObserver(() => region.textContent && (window as any).said.push(region.textContent)).observe(region, { childList: true, characterData: true, subtree: true });
+    });
     await page.keyboard.press('Enter');
     await page.waitForFunction(() => document.getElementById('copy-address')?.textContent === 'Copied');
     assert.equal(await page.evaluate(() => navigator.clipboard.readText()), inv.address);
+    // A second copy is announced again: a screen reader hears only what changed.
+    await page.waitForFunction(() => document.getElementById('copy-address')?.textContent === 'Copy', null, { timeout: 5000 });
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => (window as any).said.length === 2, null, { timeout: 5000 });
+    assert.deepEqual(await page.evaluate(() => (window as any).said), ['Address copied', 'Address copied']);
   });
 });
