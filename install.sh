@@ -148,6 +148,9 @@ The till user must be able to read bitcoind's cookie file (bitcoind
 user as bitcoind.rpc_user and bitcoind.rpc_password (docs/CONFIG.md).
 Then start it:
   sudo systemctl enable --now till
+On a machine without a clock battery (a Raspberry Pi), also
+  sudo systemctl enable systemd-time-wait-sync
+so Till starts once NTP has set the clock (invoices expire by it).
 EOF
 else
   cat <<EOF
