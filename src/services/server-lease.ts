@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { inTransaction, type Db } from '../db/connection.ts';
 import { createMetaRepo } from '../db/meta.ts';
@@ -17,6 +18,8 @@ interface Lease {
   owner: string;
   pid: number;
   host: string;
+  /** The kernel's boot id (Linux), absent elsewhere and in leases of older versions. */
+  boot?: string;
   renewedAt: number;
 }
 
@@ -31,13 +34,27 @@ export class LeaseLostError extends Error {
 
 const owner = `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2)}`;
 
+/** Changes with every boot: a lease of an earlier boot of this host binds nobody. */
+const bootId = readBootId();
+
+function readBootId(): string | undefined {
+  try {
+    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * A lease whose process no longer runs on this host binds nobody: a crashed
  * server restarted at once (systemd waits 5 s), or a backup restored with
- * the lease it was taken with.
+ * the lease it was taken with. Nor one of an earlier boot: its pid may be
+ * another process's now, and a machine without a clock battery may boot with
+ * a time before the lease's last renewal, which would look fresh.
  */
 function holderGone(held: Lease): boolean {
   if (held.host !== hostname()) return false;
+  if (held.boot && bootId && held.boot !== bootId) return true;
   try {
     process.kill(held.pid, 0);
     return false;
@@ -47,7 +64,7 @@ function holderGone(held: Lease): boolean {
 }
 
 function ourLease(renewedAt: number): Lease {
-  return { owner, pid: process.pid, host: hostname(), renewedAt };
+  return { owner, pid: process.pid, host: hostname(), boot: bootId, renewedAt };
 }
 
 /** The lease of another server that still runs, or null. */

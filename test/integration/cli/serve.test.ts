@@ -131,6 +131,19 @@ test('a serve that crashed (killed) is replaced at once: its lease binds nobody 
   assert.equal(res.status, 201);
 });
 
+test('after a reboot, the last boot\'s lease binds nobody: its pid is another process\'s now, and the clock (no battery) is behind its last renewal', async (t) => {
+  const dataDir = tempDir(t);
+  await (await startServe(dataDir)).crash();
+  const db = new Database(databasePath(dataDir));
+  t.after(() => db.close());
+  const lease = JSON.parse(db.prepare("SELECT value FROM meta WHERE key = 'server_lease'").pluck().get() as string);
+  // This test's own process stands for whatever took that pid in the new boot.
+  const lastBoot = { ...lease, pid: process.pid, boot: '00000000-0000-4000-8000-000000000000', renewedAt: Date.now() + 3_600_000 };
+  db.prepare("UPDATE meta SET value = ? WHERE key = 'server_lease'").run(JSON.stringify(lastBoot));
+  const next = await startServe(dataDir, { seeded: true });
+  await next.stop();
+});
+
 test('SIGTERM while an admin command holds the write lock past the busy timeout: Till still stops cleanly (exit 0)', async (t) => {
   const dataDir = tempDir(t);
   const till = await startServe(dataDir, { env: { TILL_BUSY_TIMEOUT_MS: '200' } });
