@@ -30,6 +30,12 @@ export interface HealthReport {
    * 409 gap_limit_exceeded, and the fewest indexes left on any (null: no live key, or the database failed).
    */
   gap_limit: { at_limit: string[]; lowest_headroom: number | null };
+  /**
+   * Deliveries not (yet) delivered: still attempted (due, or waiting for a retry), refused for good by the receiver
+   * (a 4xx: `failed`), and dead letters (every attempt failed). `till deliveries replay` sends the last two again.
+   * Null when the database cannot be read. They leave `status` alone: the merchant's server is not Till.
+   */
+  webhooks: { attempting: number | null; failed: number | null; dead_letters: number | null };
 }
 
 export interface HealthInputs {
@@ -57,7 +63,20 @@ export function healthReport(h: HealthInputs): HealthReport {
     database,
     chain,
     gap_limit: gapHealth(h, database.status === 'failed'),
+    webhooks: webhookHealth(h, database.status === 'failed'),
   };
+}
+
+function webhookHealth(h: HealthInputs, dbFailed: boolean): HealthReport['webhooks'] {
+  try {
+    if (!dbFailed) {
+      const n = h.ctx.repos.webhookDeliveries.countUndelivered();
+      return { attempting: n.attempting, failed: n.failed, dead_letters: n.deadLetter };
+    }
+  } catch {
+    // Unreadable: the database part of the report says why, when it can tell.
+  }
+  return { attempting: null, failed: null, dead_letters: null };
 }
 
 function databaseHealth(h: HealthInputs): HealthReport['database'] {

@@ -117,7 +117,9 @@ export function createWebhookDeliveriesRepo(db: Db) {
     `SELECT delivery_id AS deliveryId, n, started_at AS startedAt, duration_ms AS durationMs, status_code AS statusCode,
        error, response_body AS responseBody FROM webhook_attempts WHERE delivery_id = ? ORDER BY n`,
   );
-  const counts = db.prepare<[], { status: DeliveryStatus; n: number }>('SELECT status, COUNT(*) AS n FROM webhook_deliveries GROUP BY status');
+  // Each from an index: the due one holds every delivery still attempted; the (store, status) one the rest.
+  const attemptingCount = db.prepare<[], number>("SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'attempting'").pluck();
+  const undeliveredCount = db.prepare<[DeliveryStatus], number>('SELECT COUNT(*) FROM webhook_deliveries WHERE store_id IN (SELECT id FROM stores) AND status = ?').pluck();
 
   return {
     /** Inserts a delivery unless one exists for the same event and target. */
@@ -183,10 +185,9 @@ export function createWebhookDeliveriesRepo(db: Db) {
       const sql = `SELECT ${COLUMNS} FROM webhook_deliveries d ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY d.id DESC LIMIT ?`;
       return db.prepare<unknown[], DeliveryRecord>(sql).all(...params, f.limit);
     },
-    countByStatus(): Record<DeliveryStatus, number> {
-      const out: Record<DeliveryStatus, number> = { attempting: 0, success: 0, failed: 0, dead_letter: 0 };
-      for (const r of counts.all()) out[r.status] = r.n;
-      return out;
+    /** Deliveries not delivered (yet): still attempted, refused for good by the receiver (failed), or dead letters. */
+    countUndelivered(): { attempting: number; failed: number; deadLetter: number } {
+      return { attempting: attemptingCount.get()!, failed: undeliveredCount.get('failed')!, deadLetter: undeliveredCount.get('dead_letter')! };
     },
   };
 }

@@ -307,9 +307,17 @@ describe('webhook delivery', () => {
   test('the whole retry schedule: 1m, 5m, 30m, 2h, 12h, 24h, then dead_letter; each attempt signed afresh', async (t) => {
     const f = await startWebhookFixture(t, { events: ['invoice.created'] });
     f.receiver.respondWith(() => answer.status(503, 'busy'));
+    // What a monitor of /healthz sees of the deliveries not delivered (status stays ok: the receiver is not Till).
+    const undelivered = async () => {
+      const health = await call(f.till, 'GET', '/healthz');
+      assert.equal(health.body.status, 'ok');
+      return health.body.webhooks;
+    };
+    assert.deepEqual(await undelivered(), { attempting: 0, failed: 0, dead_letters: 0 });
     await createInvoice(f);
     await f.till.rt.webhooks.runOnce();
     assert.equal(f.receiver.requests.length, 1);
+    assert.deepEqual(await undelivered(), { attempting: 1, failed: 0, dead_letters: 0 }, 'waiting for its retry');
     for (const [i, delay] of RETRY_DELAYS_MS.entries()) {
       f.till.clock.advance(delay - 1000);
       await f.till.rt.webhooks.runOnce();
@@ -326,6 +334,7 @@ describe('webhook delivery', () => {
     const [d] = deliveriesOf(f.till);
     assert.equal(d!.status, 'dead_letter');
     assert.equal(d!.attempts, 7);
+    assert.deepEqual(await undelivered(), { attempting: 0, failed: 0, dead_letters: 1 });
     f.till.clock.advance(7 * 24 * 3600_000);
     await f.till.rt.webhooks.runOnce();
     assert.equal(f.receiver.requests.length, 7, 'nothing more after dead_letter');
@@ -341,6 +350,7 @@ describe('webhook delivery', () => {
     assert.equal(after.status, 'success');
     assert.equal(after.responseBody, 'thanks');
     assert.equal(after.totalAttempts, 8);
+    assert.deepEqual(await undelivered(), { attempting: 0, failed: 0, dead_letters: 0 });
   });
 
   for (const status of [400, 404, 410]) {
@@ -355,6 +365,7 @@ describe('webhook delivery', () => {
       const [d] = deliveriesOf(f.till);
       assert.equal(d!.status, 'failed');
       assert.equal(f.till.rt.ctx.repos.webhookDeliveries.get(d!.id)!.lastStatusCode, status);
+      assert.deepEqual((await call(f.till, 'GET', '/healthz')).body.webhooks, { attempting: 0, failed: 1, dead_letters: 0 });
     });
   }
 
