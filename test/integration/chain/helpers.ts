@@ -98,6 +98,20 @@ export async function mineAndSync(f: ChainFixture, n = 1): Promise<void> {
   await synced(f);
 }
 
+/** Till's node drops the transaction from its mempool (evicted: a full mempool) while miners keep it: Till no longer sees it there. */
+export function evictFromTillsNode(t: { after(fn: () => void): void }, txid: string): void {
+  wrapBitcoind(t, 'inMempool', (original) => async function (this: Bitcoind, txids: string[]) {
+    const present = await original.call(this, txids);
+    present.delete(txid);
+    return present;
+  });
+  wrapBitcoind(t, 'getRawMempoolTimes', (original) => async function (this: Bitcoind) {
+    const times = await original.call(this);
+    times.delete(txid);
+    return times;
+  });
+}
+
 /** Replaces a Bitcoind method for the test (every Till of the process); restored after it. */
 export function wrapBitcoind<K extends 'getBlockHash' | 'getChainInfo' | 'inMempool' | 'getRawMempoolTimes'>(t: { after(fn: () => void): void }, name: K, wrap: (original: Bitcoind[K]) => Bitcoind[K]): void {
   const original = Bitcoind.prototype[name];

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
-import type { Bitcoind } from '../../../src/bitcoin/bitcoind.ts';
 import { ManualClock } from '../../../src/clock.ts';
 import { databasePath } from '../../../src/db/connection.ts';
 import type { StoredInvoice } from '../../../src/db/invoices.ts';
@@ -11,7 +10,7 @@ import { updateStore } from '../../../src/services/stores.ts';
 import { addXpub } from '../../../src/services/xpubs.ts';
 import { failSyncDuring } from '../../helpers/held-sync.ts';
 import { call, startTestTill } from '../../helpers/till-server.ts';
-import { createInvoice, eventTypes, getInvoice, listInvoices, mineAndSync, nodeEnv, restartAndCatchUp, restartTill, startChainFixture, startWatching, synced, waitFor, wrapBitcoind, type NodeFactory } from './helpers.ts';
+import { createInvoice, evictFromTillsNode, eventTypes, getInvoice, listInvoices, mineAndSync, nodeEnv, restartAndCatchUp, restartTill, startChainFixture, startWatching, synced, waitFor, type NodeFactory } from './helpers.ts';
 
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
@@ -163,16 +162,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
       await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'the late payment in the mempool');
       f.till.clock.advance(15 * 60_000);
       // Evicted from Till's node (a full mempool); a miner kept it.
-      wrapBitcoind(t, 'inMempool', (original) => async function (this: Bitcoind, txids: string[]) {
-        const present = await original.call(this, txids);
-        present.delete(txid);
-        return present;
-      });
-      wrapBitcoind(t, 'getRawMempoolTimes', (original) => async function (this: Bitcoind) {
-        const times = await original.call(this);
-        times.delete(txid);
-        return times;
-      });
+      evictFromTillsNode(t, txid);
       await f.till.rt.chain!.requestSync(false, 'test');
       assert.equal((await getInvoice(f, inv.id)).payments[0].status, 'replaced');
       let rt = f.till.rt;
@@ -212,16 +202,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
       await f.till.rt.chain!.idle();
       f.till.clock.advance(12 * HOUR);
       // Evicted from Till's node (a full mempool); a miner took it on day 13, and nodes keep it 14 days from then.
-      wrapBitcoind(t, 'inMempool', (original) => async function (this: Bitcoind, txids: string[]) {
-        const present = await original.call(this, txids);
-        present.delete(bumped);
-        return present;
-      });
-      wrapBitcoind(t, 'getRawMempoolTimes', (original) => async function (this: Bitcoind) {
-        const times = await original.call(this);
-        times.delete(bumped);
-        return times;
-      });
+      evictFromTillsNode(t, bumped);
       await f.till.rt.chain!.requestSync(false, 'test');
       const dropped = f.till.rt.ctx.repos.invoices.get(inv.id)!;
       assert.deepEqual(Object.fromEntries(dropped.payments.map((p) => [p.txid, p.status])), { [txid]: 'replaced', [bumped]: 'replaced' });
