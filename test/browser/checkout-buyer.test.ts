@@ -27,6 +27,13 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     assert.equal(await page.locator('#countdown').evaluate((el) => getComputedStyle(el).visibility), 'hidden');
   });
 
+  test('a mistyped link whose id does not decode says "Invoice not found", as its 404 status does', async (t) => {
+    const till = await startTestTill(t);
+    const { page, status } = await openCheckout(t, till, 'inv_%zz');
+    assert.equal(status, 404);
+    await expectStatus(page, 'Invoice not found');
+  });
+
   test('the whole address is visible: a taproot address on a phone, a segwit one on a small phone', async (t) => {
     const till = await startTestTill(t);
     const cases = [
