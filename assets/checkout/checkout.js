@@ -10,9 +10,18 @@ const POLL_MS = { pending: 5000, waiting: 30000 };
 const SSE_FIRST_MESSAGE_MS = 10000;
 const WS_RETRIES = 3;
 
+/** The invoice id in the page's URL; a mistyped one that does not decode (%zz) as it is: the API finds no such invoice either. */
+function idFromPath(segment) {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
 const $ = (id) => document.getElementById(id);
 const main = $('checkout');
-const invoiceId = decodeURIComponent(location.pathname.split('/').filter(Boolean).pop() || '');
+const invoiceId = idFromPath(location.pathname.split('/').filter(Boolean).pop() || '');
 // Relative to /checkout/<id>: works behind a proxy that mounts Till under a sub-path.
 const apiUrl = new URL(`../pay/invoices/${encodeURIComponent(invoiceId)}`, location.href);
 const forced = new URLSearchParams(location.search).get('transport');
