@@ -96,6 +96,29 @@ describe('chain: bad input from the node', () => {
     await waitFor(async () => (await getInvoice(f, second.id)).payments.length === 1, 'the payment sent after the failure');
   });
 
+  test('a ZMQ socket that fails again at once is replaced after growing pauses, not in a loop of full re-syncs', async (t) => {
+    const f = await startChainFixture(t, startFakeNode); // re-syncs on its timer once an hour only
+    // Every read fails from the next one on, in every new feed too (a fault of the socket, not of one read).
+    let reads = 0;
+    Object.defineProperty(Subscriber.prototype, 'receive', {
+      configurable: true,
+      value() {
+        reads++;
+        return Promise.reject(new Error('test: the socket fails every read'));
+      },
+    });
+    t.after(() => {
+      delete (Subscriber.prototype as { receive?: unknown }).receive;
+    });
+    const before = f.till.rt.chain!.health().syncs;
+    await f.node.mine(1); // the read under way delivers the block; the next one fails
+    await waitFor(() => reads > 0, 'the first failed read');
+    await new Promise((r) => setTimeout(r, 3_000));
+    const syncs = f.till.rt.chain!.health().syncs - before;
+    // At once, then after 1 s and 2 s: a handful in 3 s, each a full mempool scan on the node.
+    assert.ok(syncs <= 6, `${syncs} re-syncs and ${reads} new feeds in 3 s`);
+  });
+
   test('a UTXO-set scan is waited for past the timeout of other calls (minutes on mainnet)', async (t) => {
     // Every answer comes 300 ms late; calls time out after 100 ms, but scantxoutset gets SCAN_TIMEOUT_MS.
     const url = await startRpcServer(t, { success: true, txouts: 1, height: 1, bestblock: '00'.repeat(32), unspents: [], total_amount: 0 }, 300);
