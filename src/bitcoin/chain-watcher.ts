@@ -72,6 +72,9 @@ export class ChainWatcher {
   #timer: NodeJS.Timeout | null = null;
   #retry: NodeJS.Timeout | null = null;
   #backoffMs = 1000;
+  /** Feeds in a row that failed before passing on any message, and the pause before the next one. */
+  #feedFailures = 0;
+  #feedRetry: NodeJS.Timeout | null = null;
   #unsubscribe: (() => void) | null = null;
   #lastPrune = 0;
 
@@ -99,6 +102,7 @@ export class ChainWatcher {
     this.#running = false;
     if (this.#timer) clearInterval(this.#timer);
     if (this.#retry) clearTimeout(this.#retry);
+    if (this.#feedRetry) clearTimeout(this.#feedRetry);
     this.#unsubscribe?.();
     this.#feed?.stop();
     this.#o.bitcoind.rpc.abortCalls();
@@ -222,7 +226,7 @@ export class ChainWatcher {
   }
 
   async #startFeed(): Promise<void> {
-    if (this.#feed) return;
+    if (this.#feed || this.#feedRetry) return;
     let endpoints: string[];
     if (this.#o.zmqEndpoint) endpoints = [this.#o.zmqEndpoint];
     else {
@@ -250,11 +254,20 @@ export class ChainWatcher {
         },
         resync: (reason) => void this.requestSync(true, reason),
         malformed: (topic, reason) => this.#log.warn({ topic, reason }, 'malformed ZMQ message ignored'),
-        failed: (reason) => {
+        failed: (reason, delivered) => {
           // Till would hear of no new transaction until the next block: a new feed, and a re-sync for what was missed.
-          this.#log.error({ reason }, 'ZMQ feed stopped reading; starting a new one');
+          // At once the first time; a socket that fails again before passing on anything is a fault of its own,
+          // retried after growing pauses rather than in a loop of full re-syncs.
+          if (delivered) this.#feedFailures = 0;
+          const pauseMs = this.#feedFailures === 0 ? 0 : Math.min(1000 * 2 ** (this.#feedFailures - 1), MAX_BACKOFF_MS);
+          this.#feedFailures++;
+          this.#log.error({ reason, retry_in_ms: pauseMs }, 'ZMQ feed stopped reading; starting a new one');
           this.#feed = null;
-          void this.requestSync(true, 'zmq feed failed');
+          this.#feedRetry = setTimeout(() => {
+            this.#feedRetry = null;
+            void this.requestSync(true, 'zmq feed failed');
+          }, pauseMs);
+          this.#feedRetry.unref();
         },
       },
     });

@@ -18,8 +18,11 @@ export interface ZmqHandlers {
   /** Something may have been missed: re-sync. */
   resync(reason: string): void;
   malformed(topic: string, reason: string): void;
-  /** The socket stopped reading (not by stop()): nothing more comes from this feed; make a new one. */
-  failed(reason: string): void;
+  /**
+   * The socket stopped reading (not by stop()): nothing more comes from this
+   * feed; make a new one. `delivered`: it had passed on a message before.
+   */
+  failed(reason: string, delivered: boolean): void;
 }
 
 export interface ZmqFeedOptions {
@@ -38,6 +41,7 @@ export class ZmqFeed {
   readonly #lastSeq = new Map<string, number>();
   #sock: Subscriber | null = null;
   #connected = false;
+  #delivered = false;
 
   constructor(opts: ZmqFeedOptions) {
     this.#endpoints = [...new Set(opts.endpoints)];
@@ -102,7 +106,7 @@ export class ZmqFeed {
   #fail(sock: Subscriber, reason: string): void {
     if (this.#sock !== sock) return;
     this.stop();
-    this.#h.failed(reason);
+    this.#h.failed(reason, this.#delivered);
   }
 
   #handle(frames: Buffer[]): void {
@@ -113,6 +117,7 @@ export class ZmqFeed {
       this.#h.resync(`malformed ${topic} message`);
       return;
     }
+    this.#delivered = true;
     const seq = seqBuf.readUInt32LE(0);
     const last = this.#lastSeq.get(topic);
     this.#lastSeq.set(topic, seq);
