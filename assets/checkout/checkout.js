@@ -1,6 +1,7 @@
 // Till's hosted checkout. It reads the invoice id from its own URL, shows the
 // payment request, and follows the invoice live through the public /pay API:
-// Server-Sent Events first, WebSocket when SSE does not work, polling as the
+// Server-Sent Events first (WebSocket first over plain HTTP/1.1, see
+// defaultTransports), the other when the first does not work, polling as the
 // last resort. No dependencies, no inline code (the page's CSP forbids it),
 // and only textContent is ever written: store names are not trusted as HTML.
 // `?transport=sse|ws|poll` forces one transport (for testing the fallbacks).
