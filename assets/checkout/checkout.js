@@ -8,7 +8,8 @@
 
 const SATS_PER_BTC = 100_000_000;
 const POLL_MS = { pending: 5000, waiting: 30000 };
-const SSE_FIRST_MESSAGE_MS = 10000;
+/** A stream that passes on no message in this long is held back (a buffering proxy): the next transport. */
+const FIRST_MESSAGE_MS = 10000;
 const WS_RETRIES = 3;
 
 /** The invoice id in the page's URL; a mistyped one that does not decode (%zz) as it is: the API finds no such invoice either. */
@@ -209,7 +210,7 @@ function viaEventSource(fallback) {
   const watchdog = setTimeout(() => {
     // A buffering proxy holds the stream back: try the next transport.
     if (!delivered) stop(), fallback();
-  }, SSE_FIRST_MESSAGE_MS);
+  }, FIRST_MESSAGE_MS);
   const stop = () => {
     clearTimeout(watchdog);
     es.close();
@@ -233,6 +234,15 @@ function viaWebSocket(fallback) {
   let delivered = false;
   let stopped = false;
   let tries = 0;
+  const stop = () => {
+    stopped = true;
+    clearTimeout(watchdog);
+    ws?.close();
+  };
+  // Upgraded, then nothing passed on (a proxy holding the frames back), as for SSE.
+  const watchdog = setTimeout(() => {
+    if (!delivered) stop(), fallback();
+  }, FIRST_MESSAGE_MS);
   const connect = () => {
     const url = new URL(`${apiUrl.pathname}/stream`, location.href);
     url.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
@@ -253,15 +263,12 @@ function viaWebSocket(fallback) {
       }
       if (e.code === 4404) return showNotFound();
       // 1013: the server cannot serve a stream now (its database failed, or its stream limit): the next transport.
-      if (e.code === 1013 || !delivered || ++tries > WS_RETRIES) return fallback();
-      setTimeout(connect, 1000 * 2 ** tries);
+      if (e.code === 1013 || !delivered || ++tries > WS_RETRIES) return stop(), fallback();
+      setTimeout(() => stopped || connect(), 1000 * 2 ** tries);
     });
   };
   connect();
-  return () => {
-    stopped = true;
-    ws?.close();
-  };
+  return stop;
 }
 
 function viaPolling() {

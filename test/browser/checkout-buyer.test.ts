@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { connect, createServer, type Socket } from 'node:net';
+import { describe, test, type TestContext } from 'node:test';
 import { updateStore } from '../../src/services/stores.ts';
 import { testTpub } from '../helpers/keys.ts';
+import { listenOnLoopback } from '../helpers/listen.ts';
 import { call, setupStore, startTestTill } from '../helpers/till-server.ts';
 import { createInvoice, receivePayment, simulate, waitFor } from '../integration/checkout/checkout-helpers.ts';
 import { expectStatus, openCheckout, skipReason } from './checkout-browser.ts';
@@ -15,6 +17,38 @@ const SMALL_PHONE = { width: 320, height: 640 };
 function contrastOnWhite(rgb: string): number {
   const [r, g, b] = rgb.match(/\d+(\.\d+)?/g)!.slice(0, 3).map((c) => Number(c) / 255).map((c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4));
   return 1.05 / (0.2126 * r! + 0.7152 * g! + 0.0722 * b! + 0.05);
+}
+
+/**
+ * A proxy on loopback in front of Till that passes HTTP through but, on a
+ * connection it upgraded to a WebSocket, holds back every frame the server
+ * sends: what a proxy buffering the stream looks like to the page.
+ */
+async function startFrameHoldingProxy(t: TestContext, target: string): Promise<string> {
+  const { hostname, port } = new URL(target);
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = connect(Number(port), hostname);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('error', () => s.destroy());
+      s.on('close', () => (client.destroy(), upstream.destroy()));
+    }
+    client.pipe(upstream);
+    let upgraded: boolean | null = null;
+    upstream.on('data', (chunk: Buffer) => {
+      upgraded ??= chunk.toString('latin1').startsWith('HTTP/1.1 101');
+      if (!upgraded) return void client.write(chunk);
+      const head = chunk.indexOf('\r\n\r\n');
+      if (head >= 0 && client.bytesWritten === 0) client.write(chunk.subarray(0, head + 4));
+    });
+  });
+  const url = await listenOnLoopback(server);
+  t.after(() => {
+    for (const s of sockets) s.destroy();
+    server.close();
+  });
+  return url;
 }
 
 describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false }, () => {
@@ -103,6 +137,18 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     // The streams say the invoice is final (SSE's 204, then the WebSocket's 1000): the page must stop promising.
     await page.waitForFunction(() => /too late/.test(document.getElementById('status')?.textContent ?? ''), null, { timeout: 12_000 });
     assert.match((await page.locator('#status-detail').textContent()) ?? '', /refund/);
+  });
+
+  test('over HTTP/1.1 behind a proxy that upgrades the WebSocket but passes nothing on, the page goes on with SSE', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store);
+    const proxied = await startFrameHoldingProxy(t, till.url);
+    const { page } = await openCheckout(t, { ...till, url: proxied }, inv.id);
+    await expectStatus(page, 'Waiting for payment');
+    await page.waitForFunction(() => document.querySelector('main')?.dataset.transport === 'sse', null, { timeout: 15_000 });
+    await simulate(till, store, inv.id, 'paid');
+    await expectStatus(page, 'Paid');
   });
 
   test('a large USD price is grouped as the sats are', async (t) => {

@@ -1,7 +1,6 @@
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Server } from 'node:net';
 
-/** Listens on a free loopback port; resolves with the server's base URL. */
+/** Listens on a free loopback port (an HTTP server or a plain TCP one); resolves with its base URL. */
 export async function listenOnLoopback(server: Server): Promise<string> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
