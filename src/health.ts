@@ -10,7 +10,8 @@ import { VERSION } from './version.ts';
 
 // GET /healthz (docs/API.md, Health): "ok" exactly when Till can make and
 // follow every kind of invoice. Read from memory but for the disk's free
-// space and the active keys, so it still answers after a failed fdatasync.
+// space, the active keys and the (capped) webhook counts, so it still
+// answers after a failed fdatasync.
 
 export interface HealthReport {
   status: 'ok' | 'degraded';
@@ -31,11 +32,12 @@ export interface HealthReport {
    */
   gap_limit: { at_limit: string[]; lowest_headroom: number | null };
   /**
-   * Deliveries not (yet) delivered: still attempted (due, or waiting for a retry), refused for good by the receiver
-   * (a 4xx: `failed`), and dead letters (every attempt failed). `till deliveries replay` sends the last two again.
-   * Null when the database cannot be read. They leave `status` alone: the merchant's server is not Till.
+   * Deliveries not (yet) delivered: still attempted (due, or waiting for a retry), and those that gave up in the last
+   * day, refused for good by the receiver (a 4xx: `failed`) or after every attempt (dead letters), but for those set
+   * aside with their endpoint (disabled or deleted by the operator). Each counted up to UNDELIVERED_COUNT_CAP. Null
+   * when the database cannot be read. They leave `status` alone: the merchant's server is not Till.
    */
-  webhooks: { attempting: number | null; failed: number | null; dead_letters: number | null };
+  webhooks: { attempting: number | null; failed_last_day: number | null; dead_letters_last_day: number | null };
 }
 
 export interface HealthInputs {
@@ -67,16 +69,21 @@ export function healthReport(h: HealthInputs): HealthReport {
   };
 }
 
+/** Enough for a monitor to alert on, and cheap whatever the backlog (`till deliveries list` shows them all). */
+export const UNDELIVERED_COUNT_CAP = 10_000;
+/** Deliveries that gave up are reported this long: an alert clears by itself, also when no replay can help. */
+const GIVEN_UP_REPORTED_MS = 24 * 3600_000;
+
 function webhookHealth(h: HealthInputs, dbFailed: boolean): HealthReport['webhooks'] {
   try {
     if (!dbFailed) {
-      const n = h.ctx.repos.webhookDeliveries.countUndelivered();
-      return { attempting: n.attempting, failed: n.failed, dead_letters: n.deadLetter };
+      const n = h.ctx.repos.webhookDeliveries.countUndelivered(h.clock.now() - GIVEN_UP_REPORTED_MS, UNDELIVERED_COUNT_CAP);
+      return { attempting: n.attempting, failed_last_day: n.failed, dead_letters_last_day: n.deadLetter };
     }
   } catch {
     // Unreadable: the database part of the report says why, when it can tell.
   }
-  return { attempting: null, failed: null, dead_letters: null };
+  return { attempting: null, failed_last_day: null, dead_letters_last_day: null };
 }
 
 function databaseHealth(h: HealthInputs): HealthReport['database'] {

@@ -117,9 +117,16 @@ export function createWebhookDeliveriesRepo(db: Db) {
     `SELECT delivery_id AS deliveryId, n, started_at AS startedAt, duration_ms AS durationMs, status_code AS statusCode,
        error, response_body AS responseBody FROM webhook_attempts WHERE delivery_id = ? ORDER BY n`,
   );
-  // Each from an index: the due one holds every delivery still attempted; the (store, status) one the rest.
-  const attemptingCount = db.prepare<[], number>("SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'attempting'").pluck();
-  const undeliveredCount = db.prepare<[DeliveryStatus], number>('SELECT COUNT(*) FROM webhook_deliveries WHERE store_id IN (SELECT id FROM stores) AND status = ?').pluck();
+  // Counted up to a cap from an index each (/healthz asks, with no key, on the event loop): the due one holds
+  // every delivery still attempted; the given-up one (migration 0010) those that gave up, with their time.
+  const attemptingCount = db.prepare<[number], number>(
+    "SELECT COUNT(*) FROM (SELECT 1 FROM webhook_deliveries WHERE status = 'attempting' LIMIT ?)",
+  ).pluck();
+  const givenUpCount = db.prepare<[DeliveryStatus, number, number], number>(
+    `SELECT COUNT(*) FROM (SELECT 1 FROM webhook_deliveries
+       WHERE status IN ('failed', 'dead_letter') AND (last_error IS NULL OR last_error NOT IN ('${SET_ASIDE.disabled}', '${SET_ASIDE.deleted}'))
+         AND status = ? AND completed_at >= ? LIMIT ?)`,
+  ).pluck();
 
   return {
     /** Inserts a delivery unless one exists for the same event and target. */
@@ -185,9 +192,12 @@ export function createWebhookDeliveriesRepo(db: Db) {
       const sql = `SELECT ${COLUMNS} FROM webhook_deliveries d ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY d.id DESC LIMIT ?`;
       return db.prepare<unknown[], DeliveryRecord>(sql).all(...params, f.limit);
     },
-    /** Deliveries not delivered (yet): still attempted, refused for good by the receiver (failed), or dead letters. */
-    countUndelivered(): { attempting: number; failed: number; deadLetter: number } {
-      return { attempting: attemptingCount.get()!, failed: undeliveredCount.get('failed')!, deadLetter: undeliveredCount.get('dead_letter')! };
+    /**
+     * Deliveries still attempted, and those that gave up since `since` (refused for good by the receiver: failed;
+     * every attempt failed: dead letters) but for those set aside with their endpoint; each counted up to `cap`.
+     */
+    countUndelivered(since: number, cap: number): { attempting: number; failed: number; deadLetter: number } {
+      return { attempting: attemptingCount.get(cap)!, failed: givenUpCount.get('failed', since, cap)!, deadLetter: givenUpCount.get('dead_letter', since, cap)! };
     },
   };
 }
