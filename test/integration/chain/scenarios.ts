@@ -28,6 +28,18 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
   };
   const onFake = name === 'fake' ? test : test.skip;
 
+  /** A 50,000 invoice of a store with a 10-minute late window, expired, then paid late: the payment is in the mempool. */
+  const latePaymentInMempool = async (t: TestContext) => {
+    const f = await startChainFixture(t, makeNode);
+    updateStore(f.till.rt.ctx, f.store.storeId, { lateWindowMinutes: 10 });
+    const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
+    f.till.clock.advance(6 * 60_000);
+    await expireDueInvoices(f.till.rt.ctx);
+    const txid = await f.node.pay(inv.address, 50_000);
+    await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'the late payment in the mempool');
+    return { f, inv, txid };
+  };
+
   describe(`chain scenarios (${name} node): payments`, () => {
   test('exact payment: detected in the mempool, paid at one confirmation', async (t) => {
     const f = await startChainFixture(t, makeNode);
@@ -153,13 +165,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
 
   for (const restart of ['', 'Till restarted', 'Till upgraded from a version that kept a shorter watch'] as const) {
     test(`a late payment Till's node dropped from its mempool after the late window, mined after all${restart ? ` (${restart} in between)` : ''}: it counts again`, async (t) => {
-      const f = await startChainFixture(t, makeNode);
-      updateStore(f.till.rt.ctx, f.store.storeId, { lateWindowMinutes: 10 });
-      const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
-      f.till.clock.advance(6 * 60_000);
-      await expireDueInvoices(f.till.rt.ctx);
-      const txid = await f.node.pay(inv.address, 50_000);
-      await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'the late payment in the mempool');
+      const { f, inv, txid } = await latePaymentInMempool(t);
       f.till.clock.advance(15 * 60_000);
       // Evicted from Till's node (a full mempool); a miner kept it.
       evictFromTillsNode(t, txid);
@@ -189,13 +195,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
 
   for (const restart of [false, true]) {
     test(`a late payment fee-bumped 13 days on, the bump dropped by Till's node, mined on day 14.5${restart ? ' (Till restarted in between)' : ''}: it counts again`, async (t) => {
-      const f = await startChainFixture(t, makeNode);
-      updateStore(f.till.rt.ctx, f.store.storeId, { lateWindowMinutes: 10 });
-      const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 5 });
-      f.till.clock.advance(6 * 60_000);
-      await expireDueInvoices(f.till.rt.ctx);
-      const txid = await f.node.pay(inv.address, 50_000);
-      await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 1, 'the late payment in the mempool');
+      const { f, inv, txid } = await latePaymentInMempool(t);
       f.till.clock.advance(13 * DAY);
       const bumped = await f.node.replace(txid);
       await waitFor(() => f.till.rt.ctx.repos.invoices.get(inv.id)!.payments.some((p) => p.txid === bumped && p.status === 'mempool'), 'the bump seen');
