@@ -52,7 +52,7 @@ export interface DeliveryFilter {
   limit: number;
 }
 
-/** Why a delivery waiting for an endpoint became a dead letter at once (services/webhooks.ts). */
+/** Why a delivery waiting for an endpoint became a dead letter at once (services/webhooks.ts); migration 0010's index names them too. */
 export const SET_ASIDE = { disabled: 'endpoint disabled', deleted: 'endpoint deleted' } as const;
 
 // An attempt's outcome is written as plain statements (see statementsToFinishAttempt).
