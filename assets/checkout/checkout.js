@@ -70,16 +70,16 @@ function describe(inv) {
       // Cancelled while partly paid, or paid after the cancel: the buyer's money is on the invoice.
       if (got > 0) return { state: 'cancelled', title: 'Invoice cancelled', detail: `Received ${btc(got)} BTC. Do not send more: contact the merchant about a refund.` };
       return { state: 'cancelled', title: 'Invoice cancelled', detail: 'Do not send a payment. Ask the merchant for a new invoice.' };
-    case 'expired':
+    case 'expired': {
+      const refund = `Received ${btc(got)} of ${btc(due)} BTC. Contact the merchant about a refund.`;
       if (got >= due) {
         // Unconfirmed when the late window closed: it can no longer make the invoice paid.
-        if (final) return { state: 'underpaid', title: 'Expired: paid too late', detail: `Received ${btc(got)} of ${btc(due)} BTC. Contact the merchant about a refund.` };
+        if (final) return { state: 'underpaid', title: 'Expired: paid too late', detail: refund };
         return { state: 'detected', title: 'Payment detected after expiry', detail: waiting };
       }
-      if (got > 0) {
-        return { state: 'underpaid', title: 'Expired: underpaid', detail: `Received ${btc(got)} of ${btc(due)} BTC. Contact the merchant about a refund.` };
-      }
+      if (got > 0) return { state: 'underpaid', title: 'Expired: underpaid', detail: refund };
       return { state: 'expired', title: 'Invoice expired', detail: 'Do not send a payment to this address. Ask the merchant for a new invoice.' };
+    }
     default:
       if (got >= due) return { state: 'detected', title: 'Payment detected', detail: waiting };
       if (got > 0) {
