@@ -1,6 +1,5 @@
 import type { ChainHealth } from './bitcoin/chain-watcher.ts';
 import type { Clock } from './clock.ts';
-import type { XpubRecord } from './db/xpubs.ts';
 import { LATEST_SCHEMA_VERSION } from './db/migrate.ts';
 import { ApiError } from './domain/errors.ts';
 import { gapHeadroom, gapLimitReached } from './domain/gap-limit.ts';
@@ -75,15 +74,18 @@ export const UNDELIVERED_COUNT_CAP = 10_000;
 const GIVEN_UP_REPORTED_MS = 24 * 3600_000;
 
 function webhookHealth(h: HealthInputs, dbFailed: boolean): HealthReport['webhooks'] {
+  const n = readUnlessFailed(dbFailed, () => h.ctx.repos.webhookDeliveries.countUndelivered(h.clock.now() - GIVEN_UP_REPORTED_MS, UNDELIVERED_COUNT_CAP));
+  return { attempting: n?.attempting ?? null, failed_last_day: n?.failed ?? null, dead_letters_last_day: n?.deadLetter ?? null };
+}
+
+/** A read of the database for the report; null once it failed, or when the read does (the database part says why, when it can tell). */
+function readUnlessFailed<T>(dbFailed: boolean, read: () => T): T | null {
+  if (dbFailed) return null;
   try {
-    if (!dbFailed) {
-      const n = h.ctx.repos.webhookDeliveries.countUndelivered(h.clock.now() - GIVEN_UP_REPORTED_MS, UNDELIVERED_COUNT_CAP);
-      return { attempting: n.attempting, failed_last_day: n.failed, dead_letters_last_day: n.deadLetter };
-    }
+    return read();
   } catch {
-    // Unreadable: the database part of the report says why, when it can tell.
+    return null;
   }
-  return { attempting: null, failed_last_day: null, dead_letters_last_day: null };
 }
 
 function databaseHealth(h: HealthInputs): HealthReport['database'] {
@@ -98,12 +100,7 @@ function databaseHealth(h: HealthInputs): HealthReport['database'] {
 }
 
 function gapHealth(h: HealthInputs, dbFailed: boolean): HealthReport['gap_limit'] {
-  let live: XpubRecord[] = [];
-  try {
-    if (!dbFailed) live = h.ctx.repos.xpubs.listActive().filter((x) => x.env === 'live');
-  } catch {
-    // Unreadable: the database part of the report says why, when it can tell.
-  }
+  const live = readUnlessFailed(dbFailed, () => h.ctx.repos.xpubs.listActive().filter((x) => x.env === 'live')) ?? [];
   return {
     at_limit: live.filter((x) => gapLimitReached(x, h.clock.now())).map((x) => x.id),
     lowest_headroom: live.length === 0 ? null : Math.min(...live.map(gapHeadroom)),
