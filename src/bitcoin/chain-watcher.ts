@@ -45,6 +45,8 @@ export interface ChainWatcherOptions {
 }
 
 const MAX_BACKOFF_MS = 30_000;
+/** A feed that read this long before failing was sound: its failure starts the pauses again (a quiet chain passes nothing on for hours). */
+const FEED_SOUND_MS = 60_000;
 export const DEFAULT_RESYNC_MS = 30_000;
 const MEMPOOL_FETCH_BATCH = 500;
 /**
@@ -72,8 +74,9 @@ export class ChainWatcher {
   #timer: NodeJS.Timeout | null = null;
   #retry: NodeJS.Timeout | null = null;
   #backoffMs = 1000;
-  /** Feeds in a row that failed before passing on any message, and the pause before the next one. */
+  /** Feeds in a row that failed before passing on any message or reading for FEED_SOUND_MS, and the pause before the next one. */
   #feedFailures = 0;
+  #feedStartedAt = 0;
   #feedRetry: NodeJS.Timeout | null = null;
   #unsubscribe: (() => void) | null = null;
   #lastPrune = 0;
@@ -258,7 +261,7 @@ export class ChainWatcher {
           // Till would hear of no new transaction until the next block: a new feed, and a re-sync for what was missed.
           // At once the first time; a socket that fails again before passing on anything is a fault of its own,
           // retried after growing pauses rather than in a loop of full re-syncs.
-          if (delivered) this.#feedFailures = 0;
+          if (delivered || this.#ctx.clock.now() - this.#feedStartedAt >= FEED_SOUND_MS) this.#feedFailures = 0;
           const pauseMs = this.#feedFailures === 0 ? 0 : Math.min(1000 * 2 ** (this.#feedFailures - 1), MAX_BACKOFF_MS);
           this.#feedFailures++;
           this.#log.error({ reason, retry_in_ms: pauseMs }, 'ZMQ feed stopped reading; starting a new one');
@@ -271,6 +274,7 @@ export class ChainWatcher {
         },
       },
     });
+    this.#feedStartedAt = this.#ctx.clock.now();
     this.#feed.start();
   }
 

@@ -36,11 +36,11 @@ export async function restartAndCatchUp(t: TestContext, f: ChainFixture): Promis
 }
 
 /** A node and a Till watching it (a live store on regtest), on one clock, synced. */
-export async function startChainFixture(t: TestContext, makeNode: NodeFactory, opts: { confirmations?: number } = {}): Promise<ChainFixture> {
+export async function startChainFixture(t: TestContext, makeNode: NodeFactory, opts: { confirmations?: number; logger?: Logger } = {}): Promise<ChainFixture> {
   const clock = new ManualClock(Date.now());
   const node = await makeNode(clock);
   t.after(() => node.stop());
-  const till = await startTestTill(t, { clock, env: nodeEnv(node), chainResyncMs: 3_600_000 });
+  const till = await startTestTill(t, { clock, env: nodeEnv(node), chainResyncMs: 3_600_000, logger: opts.logger });
   const store = setupStore(till, { mode: 'live', confirmations: opts.confirmations ?? 1 });
   await startWatching(till, node);
   return { node, till, store };

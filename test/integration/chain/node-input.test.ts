@@ -15,6 +15,7 @@ import { MIGRATIONS } from '../../../src/db/migrations/index.ts';
 import { call, setupStore, startTestTill } from '../../helpers/till-server.ts';
 import { createInvoice, getInvoice, nodeEnv, startChainFixture, waitFor } from './helpers.ts';
 import { startFakeNode } from './nodes.ts';
+import { capturedLogger } from '../../helpers/captured-log.ts';
 
 /** A JSON-RPC server on loopback that answers every call with `result` (or `error`), `delayMs` late. */
 async function startRpcServer(t: TestContext, result: unknown, delayMs = 0, error: { code: number; message: string } | null = null): Promise<string> {
@@ -117,6 +118,35 @@ describe('chain: bad input from the node', () => {
     const syncs = f.till.rt.chain!.health().syncs - before;
     // At once, then after 1 s and 2 s: a handful in 3 s, each a full mempool scan on the node.
     assert.ok(syncs <= 6, `${syncs} re-syncs and ${reads} new feeds in 3 s`);
+  });
+
+  test('a feed that read for a minute before failing was sound: the next one starts at once, not after a grown pause', async (t) => {
+    const { logger, lines } = capturedLogger();
+    const f = await startChainFixture(t, startFakeNode, { logger });
+    const pauses = () => lines.filter((l) => l.msg === 'ZMQ feed stopped reading; starting a new one').map((l) => l.retry_in_ms);
+    // Reads fail at once in three feeds in a row; the fourth feed's read is held until the test fails it.
+    let failing = true;
+    let failHeld: ((err: Error) => void) | null = null;
+    Object.defineProperty(Subscriber.prototype, 'receive', {
+      configurable: true,
+      value() {
+        if (failing) return Promise.reject(new Error('test: the socket fails every read'));
+        return new Promise((_resolve, reject) => (failHeld = reject));
+      },
+    });
+    t.after(() => {
+      delete (Subscriber.prototype as { receive?: unknown }).receive;
+    });
+    await f.node.mine(1); // the read under way delivers the block; the next one fails
+    await waitFor(() => pauses().length === 3, 'three failed feeds');
+    failing = false;
+    assert.deepEqual(pauses(), [0, 1000, 2000]);
+    await waitFor(() => failHeld, 'a fourth feed reading', 15_000);
+    // Nothing to pass on for a minute (a quiet chain), then the socket fails.
+    f.till.clock.advance(61_000);
+    failHeld!(new Error('test: the socket failed after a minute'));
+    await waitFor(() => pauses().length === 4, 'the fourth feed failed');
+    assert.equal(pauses()[3], 0);
   });
 
   test('a UTXO-set scan is waited for past the timeout of other calls (minutes on mainnet)', async (t) => {
