@@ -5,7 +5,8 @@ import { updateStore } from '../../src/services/stores.ts';
 import { testTpub } from '../helpers/keys.ts';
 import { listenOnLoopback } from '../helpers/listen.ts';
 import { call, setupStore, startTestTill } from '../helpers/till-server.ts';
-import { createInvoice, receivePayment, simulate, waitFor } from '../integration/checkout/checkout-helpers.ts';
+import { createInvoice, receivePayment, simulate } from '../integration/checkout/checkout-helpers.ts';
+import { waitFor } from '../helpers/wait-for.ts';
 import { expectStatus, openCheckout, skipReason } from './checkout-browser.ts';
 
 // The hosted checkout as buyers meet it off the happy path, in a real

@@ -4,7 +4,8 @@ import { expireDueInvoices } from '../../src/services/invoices.ts';
 import { updateStore } from '../../src/services/stores.ts';
 import { failSyncDuring } from '../helpers/held-sync.ts';
 import { call, setupStore, startTestTill } from '../helpers/till-server.ts';
-import { createInvoice, receivePayment, simulate, waitFor } from '../integration/checkout/checkout-helpers.ts';
+import { createInvoice, receivePayment, simulate } from '../integration/checkout/checkout-helpers.ts';
+import { waitFor } from '../helpers/wait-for.ts';
 import { expectStatus, openCheckout, readQr, screenshot, skipReason } from './checkout-browser.ts';
 
 // The hosted checkout in a real headless Chromium (Debian's package): the QR

@@ -10,7 +10,8 @@ import { listenOnLoopback } from '../../helpers/listen.ts';
 import { addXpub } from '../../../src/services/xpubs.ts';
 import { testTpub } from '../../helpers/keys.ts';
 import { call, setupStore, startTestTill } from '../../helpers/till-server.ts';
-import { nodeEnv, startChainFixture, startWatching, waitFor } from '../chain/helpers.ts';
+import { nodeEnv, startChainFixture, startWatching } from '../chain/helpers.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
 import { startFakeNode } from '../chain/nodes.ts';
 
 describe('GET /healthz', () => {

@@ -5,7 +5,8 @@ import { applyMempoolTx, loadWatchSet, reconcileMempool } from '../../../src/ser
 import { addXpub } from '../../../src/services/xpubs.ts';
 import { testTpub } from '../../helpers/keys.ts';
 import { call, setupStore, startTestTill } from '../../helpers/till-server.ts';
-import { createInvoice, getInvoice, mineAndSync, startChainFixture, waitFor } from './helpers.ts';
+import { createInvoice, getInvoice, mineAndSync, startChainFixture } from './helpers.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
 import { startFakeNode } from './nodes.ts';
 
 // DESIGN "Gap limit": Till counts the run of handed-out indexes after the last

@@ -6,6 +6,7 @@ import { silentLogger, type Logger } from '../../../src/log.ts';
 import { createRuntime, type Runtime } from '../../../src/runtime.ts';
 import { call, setupStore, startTestTill, type TestStore, type TestTill } from '../../helpers/till-server.ts';
 import type { ChainNode } from './nodes.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
 
 export type NodeFactory = (clock: ManualClock) => Promise<ChainNode>;
 
@@ -54,17 +55,6 @@ export async function startWatching(till: TestTill, node: ChainNode): Promise<vo
   } catch (err) {
     // Seen twice in full-suite runs, never alone: say what Till's side saw.
     throw new Error(`${(err as Error).message}; Till's chain health: ${JSON.stringify(till.rt.chain!.health())}`, { cause: err });
-  }
-}
-
-/** Polls until check() is truthy; fails after timeoutMs. */
-export async function waitFor<T>(check: () => T | Promise<T>, what: string, timeoutMs = 10_000): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v) return v as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
   }
 }
 

@@ -13,7 +13,8 @@ import type { ZmqTopic } from '../../fakes/bitcoind/zmq-publisher.ts';
 import { databasePath } from '../../../src/db/connection.ts';
 import { MIGRATIONS } from '../../../src/db/migrations/index.ts';
 import { call, setupStore, startTestTill } from '../../helpers/till-server.ts';
-import { createInvoice, getInvoice, nodeEnv, startChainFixture, waitFor } from './helpers.ts';
+import { createInvoice, getInvoice, nodeEnv, startChainFixture } from './helpers.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
 import { startFakeNode } from './nodes.ts';
 import { capturedLogger } from '../../helpers/captured-log.ts';
 

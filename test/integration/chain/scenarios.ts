@@ -10,7 +10,8 @@ import { updateStore } from '../../../src/services/stores.ts';
 import { addXpub } from '../../../src/services/xpubs.ts';
 import { failSyncDuring } from '../../helpers/held-sync.ts';
 import { call, startTestTill } from '../../helpers/till-server.ts';
-import { createInvoice, evictFromTillsNode, eventTypes, getInvoice, listInvoices, mineAndSync, nodeEnv, restartAndCatchUp, restartTill, startChainFixture, startWatching, synced, waitFor, type NodeFactory } from './helpers.ts';
+import { createInvoice, evictFromTillsNode, eventTypes, getInvoice, listInvoices, mineAndSync, nodeEnv, restartAndCatchUp, restartTill, startChainFixture, startWatching, synced, type NodeFactory } from './helpers.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
 
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;

@@ -6,7 +6,8 @@ import { ManualClock } from '../../../src/clock.ts';
 import type { Runtime } from '../../../src/runtime.ts';
 import { expireDueInvoices } from '../../../src/services/invoices.ts';
 import { updateStore } from '../../../src/services/stores.ts';
-import { createInvoice, eventTypes, getInvoice, restartAndCatchUp, restartTill, startChainFixture, waitFor, wrapBitcoind } from './helpers.ts';
+import { createInvoice, eventTypes, getInvoice, restartAndCatchUp, restartTill, startChainFixture, wrapBitcoind } from './helpers.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
 import { startFakeNode } from './nodes.ts';
 
 // Syncs that fail or are cut short, on the fake node (whose RPC the tests

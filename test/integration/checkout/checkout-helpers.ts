@@ -34,15 +34,6 @@ export async function openEvents(
   return { res, reader };
 }
 
-/** Waits until cond() holds, checking every 10 ms; fails after timeoutMs. */
-export async function waitFor(cond: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 /** Resolves with the value, or rejects after ms: bounds every wait on the network. */
 export function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout;

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { get, type ClientRequest } from 'node:http';
 import { test } from 'node:test';
 import { setupStore, startTestTill } from '../../helpers/till-server.ts';
-import { createInvoice, simulate, waitFor } from './checkout-helpers.ts';
+import { createInvoice, simulate } from './checkout-helpers.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
 
 const CLIENTS = 1000;
 

@@ -12,7 +12,8 @@ import { updateStore } from '../../../src/services/stores.ts';
 import { capturedLogger } from '../../helpers/captured-log.ts';
 import { failSyncDuring, heldSync } from '../../helpers/held-sync.ts';
 import { call, setupStore, startTestTill, TRANSPORTS, type TestTill } from '../../helpers/till-server.ts';
-import { createInvoice, openEvents, openSocket, simulate, waitFor, within } from './checkout-helpers.ts';
+import { createInvoice, openEvents, openSocket, simulate, within } from './checkout-helpers.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const MISSING_ID = 'inv_00000000000000000000000000';

@@ -14,7 +14,8 @@ import { MIGRATIONS } from '../../../src/db/migrations/index.ts';
 import { silentLogger } from '../../../src/log.ts';
 import { createRuntime } from '../../../src/runtime.ts';
 import { tempDir } from '../../helpers/temp.ts';
-import { nodeEnv, waitFor } from '../chain/helpers.ts';
+import { nodeEnv } from '../chain/helpers.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
 import { startFakeNode } from '../chain/nodes.ts';
 
 // Data dirs left by older Tills, opened by this one. The fixtures are what the

@@ -6,6 +6,7 @@ import { createFixedProvider } from '../../../src/rates/fixed.ts';
 import { type RateProvider, parseRateSources } from '../../../src/rates/provider.ts';
 import { type RateLogger, RateService, type RateStore, type StoredRate, agreeOnRate, medianCents } from '../../../src/rates/rate-service.ts';
 import { type FakeRateSource, startFakeRateSource } from '../../fakes/rate-source.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
 
 const TEN_MINUTES = 600_000;
 
@@ -30,15 +31,6 @@ function createLogger(): RateLogger & { warnings: { fields: object; message: str
 
 function isRatesUnavailable(error: unknown): boolean {
   return error instanceof ApiError && error.code === 'rates_unavailable' && error.status === 503;
-}
-
-/** Waits (bounded) until `check` holds; fails the test otherwise. */
-async function waitFor(check: () => boolean, what: string, timeoutMs = 3_000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!check()) {
-    if (performance.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }
 
 describe('medianCents', () => {
