@@ -10,6 +10,7 @@ import { LEASE_RENEW_MS, LEASE_TTL_MS } from '../../../src/services/server-lease
 import { runTill, TILL } from '../../helpers/cli.ts';
 import { whenServing, type Serving } from '../../helpers/serve.ts';
 import { tempDir } from '../../helpers/temp.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
 
 /** Starts `till serve --demo` on port 0 (see whenServing). */
 function startServe(dataDir: string, { logLevel = 'silent', seeded = false, env = {} as Record<string, string>, maxDescriptors = 0 } = {}): Promise<Serving> {
@@ -84,10 +85,7 @@ test('a request\'s log line shows on stdout while a quiet till runs, not only wh
   const res = await fetch(`${till.url}/healthz`);
   const requestId = res.headers.get('x-request-id');
   assert.ok(requestId);
-  const deadline = Date.now() + 5_000;
-  while (!till.output().includes(requestId) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  const line = till.output().split('\n').find((l) => l.includes(requestId));
-  assert.ok(line, 'the line was written within 5 s');
+  const line = await waitFor(() => till.output().split('\n').find((l) => l.includes(requestId)), 'the request line within 5 s', 5_000);
   assert.deepEqual({ ...JSON.parse(line), time: 0, ms: 0 }, { level: 30, time: 0, req_id: requestId, method: 'GET', path: '/healthz', status: 200, ms: 0, msg: 'request' });
 });
 
