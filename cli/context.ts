@@ -22,8 +22,9 @@ export function configFrom(cmd: Command, extra: { demo?: boolean; ignoreFile?: b
 }
 
 /**
- * Opens the data directory for a one-shot admin command; closes it on exit.
- * Only a command that creates (`create`) makes a new database where there is none.
+ * Opens the data directory for a one-shot admin command; closes it on exit
+ * (once a returned promise settles). Only a command that creates (`create`)
+ * makes a new database where there is none.
  */
 export function withContext<T>(cmd: Command, fn: (ctx: Context) => T, opts: { create?: boolean } = {}): T {
   const config = configFrom(cmd);
@@ -33,9 +34,14 @@ export function withContext<T>(cmd: Command, fn: (ctx: Context) => T, opts: { cr
     mustExist: !opts.create,
     beforeUpgrade: refuseUpgradeUnderServer(config.dataDir, () => systemClock.now()),
   });
+  let result: T;
   try {
-    return fn(createContext(db, systemClock, config));
-  } finally {
+    result = fn(createContext(db, systemClock, config));
+  } catch (err) {
     db.close();
+    throw err;
   }
+  if (result instanceof Promise) return result.finally(() => db.close()) as T;
+  db.close();
+  return result;
 }

@@ -1,8 +1,12 @@
 import { Command, Option } from 'commander';
 import { deliveryView } from '../../src/domain/webhook-views.ts';
+import { toIso } from '../../src/clock.ts';
+import { pruneWebhookHistory } from '../../src/services/prune.ts';
 import { DELIVERY_STATUSES, getDelivery, listDeliveries, replayAllDead, replayDelivery } from '../../src/services/webhooks.ts';
 import { withContext } from '../context.ts';
 import { emit, parseIntegerOption, table } from '../output.ts';
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
 export function deliveriesCommand(): Command {
   const cmd = new Command('deliveries').description('inspect and replay webhook deliveries (works on the database; a running till sends replays within a second)');
@@ -40,10 +44,20 @@ export function deliveriesCommand(): Command {
       if (id && o.store) this.error('--store goes with --all-dead; a delivery id names its delivery');
       const { replayed, left } = withContext(this, (ctx) => (id ? { replayed: [replayDelivery(ctx, id)], left: 0 } : replayAllDead(ctx, o.store)));
       const ds = replayed.map((d) => deliveryView(d));
-      const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
       emit(this.optsWithGlobals(), ds, () =>
         `replaying ${plural(ds.length, 'delivery', 'deliveries')}` +
           (left ? `; ${plural(left, 'dead letter', 'dead letters')} of a disabled or deleted endpoint left as ${left === 1 ? 'it is' : 'they are'} (enable the endpoint, then replay)` : ''));
+    });
+  cmd.command('prune').description('delete delivered webhook history older than some days: events whose every delivery succeeded, those deliveries and their attempts (invoices, payments and deliveries not delivered are kept)')
+    .requiredOption('--older-than <days>', 'what is older than this many days goes', parseIntegerOption('--older-than', 1, 36_500))
+    .option('--dry-run', 'count what would go, delete nothing')
+    .action(async function (this: Command) {
+      const o = this.opts();
+      const r = await withContext(this, (ctx) => pruneWebhookHistory(ctx, o.olderThan, { dryRun: Boolean(o.dryRun) }));
+      const view = { before: toIso(r.before), dry_run: Boolean(o.dryRun), events: r.events, deliveries: r.deliveries, attempts: r.attempts, kept_events: r.keptEvents };
+      emit(this.optsWithGlobals(), view, () =>
+        `${o.dryRun ? 'would delete' : 'deleted'} ${plural(r.events, 'event')}, ${plural(r.deliveries, 'delivery', 'deliveries')} and ${plural(r.attempts, 'attempt')} from before ${view.before}` +
+          (r.keptEvents ? `; kept ${plural(r.keptEvents, 'older event')} with a delivery not delivered (till deliveries list)` : ''));
     });
   return cmd;
 }

@@ -41,7 +41,10 @@ export function createEventsRepo(db: Db) {
     'INSERT INTO events (id, type, store_id, invoice_id, livemode, created_at, body) VALUES (@id, @type, @storeId, @invoiceId, @livemode, @createdAt, @body)',
   );
   const ofInvoice = db.prepare<[string], Row>('SELECT * FROM events WHERE invoice_id = ? ORDER BY seq');
-  const after = db.prepare<[number, number], Row>('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?');
+  const oldestAfter = db.prepare<[number, number], { seq: number; id: string; created_at: number; dispatched: number }>(
+    'SELECT seq, id, created_at, dispatched FROM events WHERE seq > ? ORDER BY seq LIMIT ?',
+  );
+  const deleteBySeq = db.prepare<[number]>('DELETE FROM events WHERE seq = ?');
   const undispatched = db.prepare<[number], Row & { callback_url: string | null }>(
     `SELECT e.*, i.callback_url FROM events e LEFT JOIN invoices i ON i.id = e.invoice_id
      WHERE e.dispatched = 0 ORDER BY e.seq LIMIT ?`,
@@ -58,8 +61,12 @@ export function createEventsRepo(db: Db) {
     listForInvoice(invoiceId: string): EventRecord[] {
       return ofInvoice.all(invoiceId).map(toRecord);
     },
-    listAfter(seq: number, limit: number): EventRecord[] {
-      return after.all(seq, limit).map(toRecord);
+    /** Events after `seq` in the order they were written, without their bodies: for pruning. */
+    oldestAfter(seq: number, limit: number): Array<{ seq: number; id: string; createdAt: number; dispatched: boolean }> {
+      return oldestAfter.all(seq, limit).map((r) => ({ seq: r.seq, id: r.id, createdAt: r.created_at, dispatched: r.dispatched === 1 }));
+    },
+    delete(seq: number): void {
+      deleteBySeq.run(seq);
     },
     /** The outbox: events not yet turned into deliveries, oldest first, with their invoice's callback_url. */
     listUndispatched(limit: number): Array<EventRecord & { callbackUrl: string | null }> {

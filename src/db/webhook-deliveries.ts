@@ -128,6 +128,14 @@ export function createWebhookDeliveriesRepo(db: Db) {
          AND status = ? AND completed_at >= ? LIMIT ?)`,
   ).pluck();
 
+  const unfinishedOfEvent = db.prepare<[string, number], number>(
+    "SELECT 1 FROM webhook_deliveries WHERE event_id = ? AND (status != 'success' OR completed_at >= ?) LIMIT 1",
+  ).pluck();
+  const deleteAttemptsOfEvent = db.prepare<[string]>(
+    'DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM webhook_deliveries WHERE event_id = ?)',
+  );
+  const deleteOfEvent = db.prepare<[string]>('DELETE FROM webhook_deliveries WHERE event_id = ?');
+
   return {
     /** Inserts a delivery unless one exists for the same event and target. */
     insert(d: Pick<DeliveryRecord, 'id' | 'eventId' | 'storeId' | 'endpointId' | 'target' | 'url' | 'nextAttemptAt' | 'createdAt'>): boolean {
@@ -191,6 +199,15 @@ export function createWebhookDeliveriesRepo(db: Db) {
       if (f.status) (where.push('d.status = ?'), params.push(f.status));
       const sql = `SELECT ${COLUMNS} FROM webhook_deliveries d ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY d.id DESC LIMIT ?`;
       return db.prepare<unknown[], DeliveryRecord>(sql).all(...params, f.limit);
+    },
+    /** Whether the event has a delivery not yet delivered, or delivered at or after `before`. */
+    keepsEvent(eventId: string, before: number): boolean {
+      return unfinishedOfEvent.get(eventId, before) !== undefined;
+    },
+    /** Deletes the event's deliveries and their attempts; says how many of each. */
+    deleteOfEvent(eventId: string): { deliveries: number; attempts: number } {
+      const attempts = deleteAttemptsOfEvent.run(eventId).changes;
+      return { deliveries: deleteOfEvent.run(eventId).changes, attempts };
     },
     /**
      * Deliveries still attempted, and those that gave up since `since` (refused for good by the receiver: failed;
