@@ -115,6 +115,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
     : null;
   // Without a watcher nothing waits for a catch-up; with one, live invoices expire only after it.
   ctx.chain.caughtUp = chain === null;
+  ctx.chain.watched = chain !== null;
   const startedAt = clock.now();
   const loops: Array<{ stop(): Promise<void> }> = [];
   let stopped = false;

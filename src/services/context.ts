@@ -20,6 +20,8 @@ import { InvoiceFeed } from './invoice-feed.ts';
 
 /** What the chain watcher reports; invoice creation and expiry read it. */
 export interface ChainState {
+  /** False on a till that watches no chain (bitcoind.enabled = false, e.g. the demo): it makes test invoices only. */
+  watched: boolean;
   connected: boolean;
   initialBlockDownload: boolean;
   /** False until the first catch-up after start has finished: no live invoice expires before. */
@@ -92,7 +94,7 @@ export function createContext(db: Db, clock: Clock, config: Config): Context {
     repos,
     writes: createWriteQueue(db),
     feed: new InvoiceFeed(),
-    chain: { connected: false, initialBlockDownload: false, caughtUp: false, tipHeight: null, blockChanges: 0 },
+    chain: { watched: false, connected: false, initialBlockDownload: false, caughtUp: false, tipHeight: null, blockChanges: 0 },
     rates: null,
     baseUrl: publicBaseUrl(config),
     secrets: openSecretBox(config.dataDir),

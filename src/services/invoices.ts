@@ -175,11 +175,15 @@ async function createAdmitted(ctx: Context, input: CreateInvoiceInput, req: Invo
 }
 
 /**
- * A live invoice needs a chain tip to watch from: not one in initial block
- * download, and not none at all. A new till's first sync starts at the node's
- * tip, so a payment mined before bitcoind first answered would never be seen.
+ * A live invoice needs a chain tip to watch from: a watched chain, not one in
+ * initial block download, and not none at all. A new till's first sync starts
+ * at the node's tip, so a payment mined before bitcoind first answered would
+ * never be seen.
  */
 function assertChainKnown(ctx: Context): void {
+  if (!ctx.chain.watched) {
+    throw new ApiError('chain_syncing', 'this till watches no chain (bitcoind.enabled = false, e.g. the demo), so no payment to a live invoice would be seen: it makes test invoices only. Set bitcoind.enabled = true and restart it to take live payments.');
+  }
   if (ctx.chain.initialBlockDownload) {
     throw new ApiError('chain_syncing', 'the Bitcoin node is still syncing; new live invoices are refused against a stale chain tip. Retry later.');
   }

@@ -34,6 +34,12 @@ export interface TestTillOptions extends RuntimeOptions {
   startWorkers?: boolean;
   /** Start the db thread alone (startWorkers starts it too), as `till serve` runs. */
   dbThread?: boolean;
+  /**
+   * Without bitcoind (the default here) Till makes test invoices only. Unless
+   * this is false, the till acts as one whose node has caught up, so the API's
+   * tests can make live invoices; the chain's tests run a real watcher.
+   */
+  chainWatched?: boolean;
 }
 
 export async function startTestTill(t: TestContext, opts: TestTillOptions = {}): Promise<TestTill> {
@@ -43,6 +49,7 @@ export async function startTestTill(t: TestContext, opts: TestTillOptions = {}):
   });
   const clock = (opts.clock as ManualClock | undefined) ?? new ManualClock();
   const rt = createRuntime(config, { logger: silentLogger, ...opts, clock });
+  if (opts.chainWatched !== false) rt.ctx.chain.watched = true;
   const app = createApp(rt);
   const server = await listen(app, '127.0.0.1', 0, { log: createRequestLog(rt.logger) });
   rt.ctx.baseUrl = server.url;

@@ -35,6 +35,15 @@ describe('503 responses (socket)', () => {
     assert.equal(created.headers.get('idempotent-replayed'), null);
   });
 
+  test('chain_syncing: a till that watches no chain (bitcoind.enabled = false, the demo) refuses live invoices; test ones are made', async (t) => {
+    const till = await startTestTill(t, { chainWatched: false });
+    const live = setupStore(till, { mode: 'live' });
+    const res = await assertWritesNothing(till, () => postInvoice(till, live.key, { amount_sats: 1000 }, { 'idempotency-key': 'no-chain' }));
+    assert.match(String(assertError(res, 503, 'chain_syncing').message), /watches no chain \(bitcoind.enabled = false/);
+    assert.equal(nextIndex(till, live.storeId, 'live'), 0);
+    assertInvoice(await postInvoice(till, setupStore(till, { mode: 'test' }).key, { amount_sats: 1000 }), 201);
+  });
+
   test('chain_syncing: a new till refuses live invoices until it has learnt the chain tip once', async (t) => {
     const till = await startTestTill(t);
     const live = setupStore(till, { mode: 'live' });
