@@ -45,6 +45,8 @@ export function parseUsdAmount(value: unknown): number {
   }
   const match = USD_AMOUNT.exec(text);
   if (!match) {
+    // More integer digits than USD_AMOUNT takes: a well-formed amount, too large.
+    if (/^[1-9]\d{10,}(?:\.\d{1,2})?$/.test(text)) throw amountTooLarge();
     throw invalidField(
       'amount',
       'amount must be a positive decimal with at most 2 decimal places, such as "12.50"',
@@ -52,10 +54,12 @@ export function parseUsdAmount(value: unknown): number {
   }
   const cents = BigInt(match[1]!) * 100n + BigInt((match[2] ?? '').padEnd(2, '0'));
   if (cents <= 0n) throw invalidField('amount', 'amount must be greater than 0');
-  if (cents > BigInt(MAX_AMOUNT_CENTS)) {
-    throw invalidField('amount', `amount must be at most ${formatCents(MAX_AMOUNT_CENTS)}`);
-  }
+  if (cents > BigInt(MAX_AMOUNT_CENTS)) throw amountTooLarge();
   return Number(cents);
+}
+
+function amountTooLarge(): ApiError {
+  return invalidField('amount', `amount must be at most ${formatCents(MAX_AMOUNT_CENTS)}`);
 }
 
 /** Integer cents as the API's decimal string: 1250 -> "12.50". */

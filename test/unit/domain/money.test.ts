@@ -81,6 +81,13 @@ describe('parseUsdAmount', () => {
       assert.throws(() => parseUsdAmount(input), isAmountError);
     });
   }
+
+  // A well-formed amount above the maximum says so, however many digits it has.
+  for (const input of [1_000_000_000.01, '1000000000.01', '10000000000', '99999999999.99', 1e20, '1' + '0'.repeat(40)]) {
+    test(`names the maximum for ${String(input).slice(0, 20)}`, () => {
+      assert.throws(() => parseUsdAmount(input), (e: ApiError) => isAmountError(e) && e.message === 'amount must be at most 1000000000.00');
+    });
+  }
 });
 
 describe('formatCents', () => {
