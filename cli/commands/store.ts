@@ -50,7 +50,7 @@ export function storeCommand(): Command {
       [
         `created ${describe(storeView(store))}`,
         `callback secret (signs webhooks to invoices' callback_url; shown once, store it now): ${callbackSecret}`,
-        `next: till keys mint --store ${store.id} --env ${store.mode}`,
+        `next: till xpub add --store ${store.id} --env ${store.mode} <your wallet's xpub>, then till keys mint --store ${store.id} --env ${store.mode}`,
       ].join('\n'));
   });
 

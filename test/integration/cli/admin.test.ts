@@ -204,6 +204,20 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     assert.ok(!dump.includes(minted.key.slice(9, 30)));
     const revoked = await tillJson(['keys', 'revoke', minted.id], { dataDir });
     assert.ok(revoked.revoked_at);
+    const again = await runTill(['keys', 'revoke', minted.id], { dataDir });
+    assert.equal(again.code, 0);
+    assert.equal(again.stdout, `already revoked ${minted.id} (svc_test_…${minted.key.slice(-4)}) at ${revoked.revoked_at}\n`, 'the first revocation\'s time stays');
+  });
+
+  test('store create names both next steps; a key minted for the other mode says it is not usable yet', async (t) => {
+    const dataDir = tempDir(t);
+    const created = await runTill(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir });
+    const id = /created (sto_\w+)/.exec(created.stdout)![1]!;
+    assert.match(created.stdout, new RegExp(`next: till xpub add --store ${id} --env test <your wallet's xpub>, then till keys mint --store ${id} --env test\n$`));
+    const live = await runTill(['keys', 'mint', '--store', id, '--env', 'live'], { dataDir });
+    assert.equal(live.code, 0);
+    assert.match(live.stdout, new RegExp(`\nnote: the store is in test mode: this live key answers 401 api_key_wrong_env until till store set ${id} --mode live\n$`));
+    assert.doesNotMatch((await runTill(['keys', 'mint', '--store', id, '--env', 'test'], { dataDir })).stdout, /note:/);
   });
 
   test('--store naming no store is an error, not an empty answer; with a delivery id, --store is refused', async (t) => {
