@@ -112,7 +112,7 @@ describe('webhook delivery', () => {
 
   test('a retry waiting when its endpoint is disabled is a dead letter at once, saying why, and replayable once enabled; deleting does the same', async (t) => {
     const f = await startWebhookFixture(t, { events: ['invoice.created'] });
-    f.receiver.respondWith(answer.status(500));
+    f.receiver.respondWith(answer.status(500), answer.status(500));
     await createInvoice(f);
     await f.till.rt.webhooks.runOnce();
     const [waiting] = deliveriesOf(f.till);
@@ -123,11 +123,15 @@ describe('webhook delivery', () => {
     assert.deepEqual([held.status, held.nextAttemptAt, held.lastError], ['dead_letter', null, 'endpoint disabled']);
     // The CLI's text says why, which its attempts (a 500) do not.
     assert.match((await runTillBeside(f.till, ['deliveries', 'show', held.id])).stdout, /last error: endpoint disabled/);
-    assert.match((await runTillBeside(f.till, ['deliveries', 'list'])).stdout, new RegExp(`${held.id}.*endpoint disabled`));
+    assert.match((await runTillBeside(f.till, ['deliveries', 'list'])).stdout, new RegExp(`${held.id}\\s+dead_letter\\s+1 try\\s+endpoint disabled`));
     assert.equal((await runTillBeside(f.till, ['webhooks', 'enable', '--store', f.store.storeId, f.endpointId])).code, 0);
     const replay = await runTillBeside(f.till, ['deliveries', 'replay', held.id]);
     assert.equal(replay.code, 0, replay.stderr);
     assert.equal(deliveriesOf(f.till)[0]!.status, 'attempting');
+    f.till.clock.set(Date.now() + 60_000); // past the CLI's clock, which dated the replay
+    await f.till.rt.webhooks.runOnce(); // a 500 again
+    // Counted as `deliveries show` lists them: every attempt, and those since the replay.
+    assert.match((await runTillBeside(f.till, ['deliveries', 'list'])).stdout, new RegExp(`${held.id}\\s+attempting\\s+2 tries \\(1 since the replay\\)\\s+500`));
     assert.equal((await runTillBeside(f.till, ['webhooks', 'delete', '--store', f.store.storeId, f.endpointId])).code, 0);
     const orphan = f.till.rt.ctx.repos.webhookDeliveries.get(held.id)!;
     assert.deepEqual([orphan.status, orphan.lastError], ['dead_letter', 'endpoint deleted']);
