@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { H3Event } from 'h3';
-import { ApiError, unknownName } from '../../domain/errors.ts';
+import { ApiError, invalidField, unknownName } from '../../domain/errors.ts';
+import { findDuplicateKey } from './duplicate-key.ts';
 import { assertNoQuery } from './query.ts';
 
 export const MAX_JSON_BODY_BYTES = 64 * 1024;
@@ -50,6 +51,12 @@ function parseJsonObject(raw: string): Record<string, unknown> {
   }
   if (exceedsDepth(value, MAX_JSON_DEPTH)) {
     throw new ApiError('validation_error', `the request body is nested more than ${MAX_JSON_DEPTH} levels deep`, { param: 'body' });
+  }
+  const duplicate = findDuplicateKey(raw);
+  if (duplicate !== null) {
+    // Cut to 64 characters as an unknown field's name is (the client chose its length).
+    const shown = duplicate.slice(0, 64);
+    throw invalidField(shown, `the request body names "${shown}" twice; send each field once`);
   }
   return value as Record<string, unknown>;
 }

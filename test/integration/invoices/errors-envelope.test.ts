@@ -105,6 +105,8 @@ for (const transport of TRANSPORTS) {
       { name: 'invalid UTF-8', body: new Uint8Array([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d]), type: 'application/json', status: 400, code: 'validation_error', param: 'body' },
       { name: 'a lone UTF-16 surrogate in UTF-8 (CESU)', body: new Uint8Array([0x7b, 0x22, 0xed, 0xa0, 0x80, 0x22, 0x3a, 0x31, 0x7d]), type: 'application/json', status: 400, code: 'validation_error', param: 'body' },
       { name: 'nested 20,000 deep', body: `{"amount_sats":1,"metadata":{"a":${'['.repeat(20_000)}${']'.repeat(20_000)}}}`, type: 'application/json', status: 400, code: 'validation_error', param: 'body' },
+      { name: 'a field twice (JSON.parse keeps the last)', body: '{"amount_sats":100,"amount_sats":200}', type: 'application/json', status: 400, code: 'validation_error', param: 'amount_sats' },
+      { name: 'a metadata key twice', body: '{"amount_sats":100,"metadata":{"order":"1","order":"2"}}', type: 'application/json', status: 400, code: 'validation_error', param: 'metadata.order' },
       { name: 'text/plain', body: '{"amount_sats":1000}', type: 'text/plain', status: 415, code: 'unsupported_media_type' },
       { name: 'form encoded', body: 'amount_sats=1000', type: 'application/x-www-form-urlencoded', status: 415, code: 'unsupported_media_type' },
       { name: 'application/jsonx', body: '{"amount_sats":1000}', type: 'application/jsonx', status: 415, code: 'unsupported_media_type' },
