@@ -234,20 +234,24 @@ function viaWebSocket(fallback) {
   let delivered = false;
   let stopped = false;
   let tries = 0;
+  let watchdog = null;
   const stop = () => {
     stopped = true;
     clearTimeout(watchdog);
     ws?.close();
   };
-  // Upgraded, then nothing passed on (a proxy holding the frames back), as for SSE.
-  const watchdog = setTimeout(() => {
-    if (!delivered) stop(), fallback();
-  }, FIRST_MESSAGE_MS);
   const connect = () => {
     const url = new URL(`${apiUrl.pathname}/stream`, location.href);
     url.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
     ws = new WebSocket(url);
+    // Each connection's first message is a snapshot. Upgraded, then nothing passed on (a proxy holding the
+    // frames back), as for SSE: the next transport, on a reconnect too (the page would go quiet for good).
+    watchdog = setTimeout(() => {
+      stop();
+      fallback();
+    }, FIRST_MESSAGE_MS);
     ws.addEventListener('message', (e) => {
+      clearTimeout(watchdog);
       const msg = JSON.parse(e.data);
       if (msg.type !== 'invoice') return;
       delivered = true;
@@ -255,6 +259,7 @@ function viaWebSocket(fallback) {
       render(msg.data);
     });
     ws.addEventListener('close', (e) => {
+      clearTimeout(watchdog);
       if (stopped) return;
       if (e.code === 1000) {
         final = true;

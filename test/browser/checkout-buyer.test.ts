@@ -23,11 +23,13 @@ function contrastOnWhite(rgb: string): number {
 /**
  * A proxy on loopback in front of Till that passes HTTP through but, on a
  * connection it upgraded to a WebSocket, holds back every frame the server
- * sends: what a proxy buffering the stream looks like to the page.
+ * sends: what a proxy buffering the stream looks like to the page. The first
+ * `passing` WebSockets pass their frames; `cutPassing` drops those connections.
  */
-async function startFrameHoldingProxy(t: TestContext, target: string): Promise<string> {
+async function startFrameHoldingProxy(t: TestContext, target: string, passing = 0): Promise<{ url: string; cutPassing(): void }> {
   const { hostname, port } = new URL(target);
   const sockets = new Set<Socket>();
+  const passed: Socket[] = [];
   const server = createServer((client) => {
     const upstream = connect(Number(port), hostname);
     for (const s of [client, upstream]) {
@@ -38,8 +40,11 @@ async function startFrameHoldingProxy(t: TestContext, target: string): Promise<s
     client.pipe(upstream);
     let upgraded: boolean | null = null;
     upstream.on('data', (chunk: Buffer) => {
-      upgraded ??= chunk.toString('latin1').startsWith('HTTP/1.1 101');
-      if (!upgraded) return void client.write(chunk);
+      if (upgraded === null) {
+        upgraded = chunk.toString('latin1').startsWith('HTTP/1.1 101');
+        if (upgraded && passed.length < passing) passed.push(client);
+      }
+      if (!upgraded || passed.includes(client)) return void client.write(chunk);
       const head = chunk.indexOf('\r\n\r\n');
       if (head >= 0 && client.bytesWritten === 0) client.write(chunk.subarray(0, head + 4));
     });
@@ -49,7 +54,7 @@ async function startFrameHoldingProxy(t: TestContext, target: string): Promise<s
     for (const s of sockets) s.destroy();
     server.close();
   });
-  return url;
+  return { url, cutPassing: () => passed.forEach((s) => s.destroy()) };
 }
 
 describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false }, () => {
@@ -145,9 +150,24 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     const store = setupStore(till);
     const inv = await createInvoice(till, store);
     const proxied = await startFrameHoldingProxy(t, till.url);
-    const { page } = await openCheckout(t, { ...till, url: proxied }, inv.id);
+    const { page } = await openCheckout(t, { ...till, url: proxied.url }, inv.id);
     await expectStatus(page, 'Waiting for payment');
     await page.waitForFunction(() => document.querySelector('main')?.dataset.transport === 'sse', null, { timeout: 15_000 });
+    await simulate(till, store, inv.id, 'paid');
+    await expectStatus(page, 'Paid');
+  });
+
+  test('a WebSocket that worked, reconnected through a proxy that now passes nothing on, hands over to SSE too', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store);
+    const proxied = await startFrameHoldingProxy(t, till.url, 1);
+    const { page } = await openCheckout(t, { ...till, url: proxied.url }, inv.id);
+    await receivePayment(till, inv.id, 1_000);
+    await expectStatus(page, 'Partly paid'); // over the WebSocket
+    assert.equal(await page.evaluate(() => document.querySelector('main')?.dataset.transport), 'ws');
+    proxied.cutPassing(); // the page reconnects after 2 s, to a proxy that holds the frames
+    await page.waitForFunction(() => document.querySelector('main')?.dataset.transport === 'sse', null, { timeout: 20_000 });
     await simulate(till, store, inv.id, 'paid');
     await expectStatus(page, 'Paid');
   });
