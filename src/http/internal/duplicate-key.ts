@@ -14,7 +14,7 @@ export function findDuplicateKey(json: string): string | null {
     if (c === 0x22 /* " */) {
       const start = i;
       let escaped = false;
-      for (i++; json.charCodeAt(i) !== 0x22; i++) {
+      for (i++; i < json.length && json.charCodeAt(i) !== 0x22; i++) {
         if (json.charCodeAt(i) === 0x5c /* \ */) {
           escaped = true;
           i++;
