@@ -8,11 +8,6 @@ import { emit, parseIntegerOption, table } from '../output.ts';
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
-/** Every attempt made, as `deliveries show` lists them; after a replay, also those of its cycle (of 7). */
-function triesOf(d: { attempts: number; total_attempts: number }): string {
-  return plural(d.total_attempts, 'try', 'tries') + (d.total_attempts === d.attempts ? '' : ` (${d.attempts} since the replay)`);
-}
-
 export function deliveriesCommand(): Command {
   const cmd = new Command('deliveries').description('inspect and replay webhook deliveries (works on the database; a running till sends replays within a second)');
 
@@ -23,7 +18,7 @@ export function deliveriesCommand(): Command {
     .action(function (this: Command) {
       const o = this.opts();
       const ds = withContext(this, (ctx) => listDeliveries(ctx, { status: o.status, storeId: o.store, limit: o.limit })).map((d) => deliveryView(d));
-      emit(this.optsWithGlobals(), ds, () => table(ds.map((d) => [d.id, d.status, triesOf(d), String(d.last_error ?? d.last_status_code ?? '-'), d.url])));
+      emit(this.optsWithGlobals(), ds, () => table(ds.map((d) => [d.id, d.status, plural(d.total_attempts, 'try', 'tries'), String(d.last_error ?? d.last_status_code ?? '-'), d.url])));
     });
 
   cmd.command('show').description('one delivery with every attempt, status code and response body').argument('<id>', 'delivery id (dlv_…)')
@@ -62,7 +57,7 @@ export function deliveriesCommand(): Command {
       const view = { before: toIso(r.before), dry_run: Boolean(o.dryRun), events: r.events, deliveries: r.deliveries, attempts: r.attempts, kept_events: r.keptEvents };
       emit(this.optsWithGlobals(), view, () =>
         `${o.dryRun ? 'would delete' : 'deleted'} ${plural(r.events, 'event')}, ${plural(r.deliveries, 'delivery', 'deliveries')} and ${plural(r.attempts, 'attempt')} from before ${view.before}` +
-          (r.keptEvents ? `; kept ${plural(r.keptEvents, 'older event')} with a delivery not delivered (till deliveries list)` : ''));
+          (r.keptEvents ? `; kept ${plural(r.keptEvents, 'older event')} with a delivery not delivered, or delivered since` : ''));
     });
   return cmd;
 }
