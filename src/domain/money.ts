@@ -37,6 +37,8 @@ export function parseUsdAmount(value: unknown): number {
   let text: string;
   if (typeof value === 'number') {
     if (!Number.isFinite(value)) throw invalidField('amount', 'amount must be a finite number');
+    // From 1e21 on String() writes an exponent, which the decimal form below would call malformed.
+    if (value * 100 > MAX_AMOUNT_CENTS) throw amountTooLarge();
     text = String(value);
   } else if (typeof value === 'string') {
     text = value;

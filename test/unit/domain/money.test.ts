@@ -82,8 +82,8 @@ describe('parseUsdAmount', () => {
     });
   }
 
-  // A well-formed amount above the maximum says so, however many digits it has.
-  for (const input of [1_000_000_000.01, '1000000000.01', '10000000000', '99999999999.99', 1e20, '1' + '0'.repeat(40)]) {
+  // A well-formed amount above the maximum says so, however many digits it has (a number in any form).
+  for (const input of [1_000_000_000.01, '1000000000.01', '10000000000', '99999999999.99', 1e20, 1e21, Number.MAX_VALUE, '1' + '0'.repeat(40)]) {
     test(`names the maximum for ${String(input).slice(0, 20)}`, () => {
       assert.throws(() => parseUsdAmount(input), (e: ApiError) => isAmountError(e) && e.message === 'amount must be at most 1000000000.00');
     });
