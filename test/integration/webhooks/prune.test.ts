@@ -18,7 +18,9 @@ describe('till deliveries prune', () => {
     const f = await startWebhookFixture(t, { clock: new ManualClock(Date.now() - 100 * DAY) });
     const { till } = f;
     const db = till.rt.ctx.db;
-    f.receiver.respondWith((req) => (req.url.startsWith('/refuse') ? answer.status(500) : answer.status(200)));
+    // The refusing endpoint takes `late`'s deliveries once `takeLate` is set: delivered after the cutoff.
+    let takeLate = '';
+    f.receiver.respondWith((req) => (req.url.startsWith('/refuse') && !(takeLate && req.body.includes(takeLate)) ? answer.status(500) : answer.status(200)));
     const refused = { till, store: setupStore(till) };
     const endpoint = await call(till, 'POST', `/v1/stores/${refused.store.storeId}/webhooks`, { key: refused.store.key, body: { url: `${f.receiver.url}/refuse`, enabled_events: ['*'] } });
     assert.equal(endpoint.status, 201, endpoint.text);
@@ -26,6 +28,9 @@ describe('till deliveries prune', () => {
     const delivered = await createInvoice(f);
     assert.equal((await call(till, 'POST', `/v1/invoices/${delivered.id}/simulate`, { key: f.store.key, body: { event: 'paid' } })).status, 200);
     const undelivered = await createInvoice(refused);
+    const late = await createInvoice(refused);
+    const testCall = await call(till, 'POST', `/v1/stores/${f.store.storeId}/webhooks/${f.endpointId}/test`, { key: f.store.key });
+    assert.equal(testCall.body.status, 'success', 'an old webhook.test, delivered');
     const deliveriesOfInvoice = (id: string) => deliveriesOf(till).filter((d) => till.rt.ctx.repos.events.listForInvoice(id).some((e) => e.id === d.event_id));
     const settle = async () => {
       await till.rt.webhooks.runOnce();
@@ -34,10 +39,12 @@ describe('till deliveries prune', () => {
     await settle();
     assert.ok(deliveriesOfInvoice(delivered.id).every((d) => d.status === 'success'));
     assert.ok(deliveriesOfInvoice(undelivered.id).every((d) => d.status === 'attempting'));
-    // A day ago: history newer than the cutoff.
+    // A day ago: history newer than the cutoff, and `late`'s retry delivered.
     till.clock.advance(99 * DAY);
+    takeLate = late.id;
     const recent = await createInvoice(f);
     await settle();
+    assert.deepEqual(deliveriesOfInvoice(late.id).map((d) => d.status), ['success']);
 
     const count = () => ({
       events: db.prepare('SELECT COUNT(*) AS n FROM events').get(),
@@ -50,7 +57,8 @@ describe('till deliveries prune', () => {
     const oldAttempts = oldDeliveries.reduce((n, d) => n + till.rt.ctx.repos.webhookDeliveries.attempts(d.id).length, 0);
     assert.ok(oldEvents.length >= 2 && oldAttempts >= oldEvents.length, 'the paid invoice has its events, each delivered');
     const invoiceBefore = (await call(till, 'GET', `/v1/invoices/${delivered.id}`, { key: f.store.key })).body;
-    const expected = { events: oldEvents.length, deliveries: oldDeliveries.length, attempts: oldAttempts, kept_events: till.rt.ctx.repos.events.listForInvoice(undelivered.id).length };
+    // The paid invoice's history and the webhook.test go; `undelivered`'s and `late`'s stay.
+    const expected = { events: oldEvents.length + 1, deliveries: oldDeliveries.length + 1, attempts: oldAttempts + 1, kept_events: 2 };
 
     const prune = async (...args: string[]) => {
       const r = await runTillBeside(till, ['--json', 'deliveries', 'prune', '--older-than', '90', ...args]);
@@ -69,12 +77,14 @@ describe('till deliveries prune', () => {
     assert.deepEqual(deliveriesOfInvoice(undelivered.id).map((d) => d.status), ['attempting'], 'a delivery not delivered stays, to be retried or replayed');
     assert.ok(till.rt.ctx.repos.webhookDeliveries.attempts(deliveriesOfInvoice(undelivered.id)[0]!.id).length > 0, 'with its attempts');
     assert.equal(deliveriesOfInvoice(recent.id).length, 1, 'newer history stays');
+    assert.equal(deliveriesOfInvoice(late.id).length, 1, 'so does history delivered since the cutoff');
+    assert.equal(till.rt.ctx.repos.webhookDeliveries.get(testCall.body.id), null, 'the webhook.test delivery is gone');
     assert.deepEqual((await call(till, 'GET', `/v1/invoices/${delivered.id}`, { key: f.store.key })).body, invoiceBefore, 'the invoice and its payments stay');
     const after = count() as Record<string, { n: number }>;
     assert.equal(after.events!.n, (before.events as { n: number }).n - expected.events);
 
     const again = await runTillBeside(till, ['deliveries', 'prune', '--older-than', '90']);
-    assert.match(again.stdout, /^deleted 0 events, 0 deliveries and 0 attempts from before \S+Z; kept 1 older event with a delivery not delivered, or delivered since\n$/);
+    assert.match(again.stdout, /^deleted 0 events, 0 deliveries and 0 attempts from before \S+Z; kept 2 older events with a delivery not delivered, or delivered since\n$/);
 
     // The running till goes on delivering.
     const next = await createInvoice(f);
