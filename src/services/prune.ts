@@ -43,18 +43,22 @@ function inBatch<T>(ctx: Context, dryRun: boolean, fn: () => T): T {
  * their attempts. Invoices and payments are kept, and so is every event with a
  * delivery not delivered, so what `till deliveries` lists as failed or dead
  * stays until it is replayed. Walks events in the order they were written and
- * stops at the first one at or after the cutoff. Small transactions with a
+ * stops at the first one between the cutoff and now. Small transactions with a
  * pause between them: safe beside a running till.
  */
 export async function pruneWebhookHistory(ctx: Context, olderThanDays: number, opts: { dryRun?: boolean } = {}): Promise<PruneResult> {
-  const result: PruneResult = { before: ctx.clock.now() - olderThanDays * DAY_MS, events: 0, deliveries: 0, attempts: 0, keptEvents: 0 };
+  const now = ctx.clock.now();
+  const result: PruneResult = { before: now - olderThanDays * DAY_MS, events: 0, deliveries: 0, attempts: 0, keptEvents: 0 };
   let seq = 0;
   for (let more = true; more; ) {
     more = inBatch(ctx, opts.dryRun ?? false, () => {
       const batch = ctx.repos.events.oldestAfter(seq, BATCH);
       for (const e of batch) {
-        if (e.createdAt >= result.before) return false;
+        // Past the cutoff: the rest is newer. But one dated ahead of now was written while the clock ran fast;
+        // stopping there would keep everything after it until that date.
+        if (e.createdAt >= result.before && e.createdAt <= now) return false;
         seq = e.seq;
+        if (e.createdAt > now) continue;
         // Not yet turned into deliveries (the outbox of an older version), or not all delivered: kept.
         if (!e.dispatched || ctx.repos.webhookDeliveries.keepsEvent(e.id, result.before)) {
           result.keptEvents++;

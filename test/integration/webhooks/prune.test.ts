@@ -127,6 +127,27 @@ describe('till deliveries prune', () => {
     assert.deepEqual(statuses.filter((s) => s !== 201), []);
   });
 
+  test('an event dated ahead of now (written while the clock ran fast) is kept and does not stop the prune', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const db = till.rt.ctx.db;
+    const now = Date.now(); // the CLI's clock
+    // Written in this order: old, a year ahead, old again; each with one delivered delivery.
+    const insert = db.prepare(`INSERT INTO events (id, type, store_id, invoice_id, livemode, created_at, body, dispatched) VALUES (?, 'invoice.created', ?, NULL, 0, ?, '{}', 1)`);
+    const deliver = db.prepare(
+      `INSERT INTO webhook_deliveries (id, event_id, store_id, endpoint_id, target, url, status, attempts, total_attempts, created_at, completed_at)
+       VALUES (?, ?, ?, NULL, 'callback:http://127.0.0.1:9', 'http://127.0.0.1:9/cb', 'success', 1, 1, ?, ?)`,
+    );
+    for (const [id, at] of [['evt_a', now - 100 * DAY], ['evt_ahead', now + 365 * DAY], ['evt_b', now - 99 * DAY]] as const) {
+      insert.run(id, store.storeId, at);
+      deliver.run(`dlv_${id}`, id, store.storeId, at, at);
+    }
+    const r = await runTillBeside(till, ['--json', 'deliveries', 'prune', '--older-than', '90']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual({ ...JSON.parse(r.stdout), before: 0 }, { before: 0, dry_run: false, events: 2, deliveries: 2, attempts: 0, kept_events: 0 });
+    assert.deepEqual(db.prepare('SELECT id FROM events').pluck().all(), ['evt_ahead']);
+  });
+
   test('refuses a missing or out-of-range --older-than, deleting nothing', async (t) => {
     const f = await startWebhookFixture(t, { clock: new ManualClock(Date.now() - 100 * DAY) });
     await createInvoice(f);
