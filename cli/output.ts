@@ -20,8 +20,11 @@ export function fail(message: string, code = 1): never {
   process.exit(code);
 }
 
-/** An extended private key (xprv, tprv, zprv, …: 111 base58 characters) pasted into the wrong argument. */
-const EXTENDED_PRIVATE_KEY = /\b[xyzXYZtuvTUV]prv[1-9A-HJ-NP-Za-km-z]{100,}/g;
+/**
+ * An extended private key (xprv, tprv, zprv, …: 111 base58 characters) pasted into the wrong argument, or the
+ * start of one: messages cut what they echo (an id to 64 characters), and a cut key still holds its chain code.
+ */
+const EXTENDED_PRIVATE_KEY = /\b[xyzXYZtuvTUV]prv[1-9A-HJ-NP-Za-km-z]{16,}/g;
 
 /** Error text with any extended private key cut out: an error message echoes what was typed, and Till never shows a private key. */
 export function redactPrivateKeys(text: string): string {
