@@ -225,10 +225,19 @@ function readConfigFile(dataDir: string): { path: string; values: Record<string,
       if (values === null || typeof values !== 'object' || Array.isArray(values)) throw new Error('not a table');
       return { path, values: values as Record<string, unknown> };
     } catch (err) {
-      throw new ConfigError(`${path} could not be read: ${(err as Error).message}`);
+      throw new ConfigError(`${path} could not be read: ${withoutQuotedText(err as Error)}`);
     }
   }
   return null;
+}
+
+/**
+ * A parser's error without the text it quotes around the mistake, which may be
+ * the line holding bitcoind's RPC password: what is wrong, and where.
+ */
+function withoutQuotedText(err: Error & { line?: number; column?: number }): string {
+  const what = err.message.split('\n')[0]!.replace(/, .*is not valid JSON$/, ': not valid JSON');
+  return typeof err.line === 'number' ? `${what} (line ${err.line}, column ${err.column})` : what;
 }
 
 const KNOWN_FILE_KEYS = new Set(SETTINGS.map((s) => s.file));

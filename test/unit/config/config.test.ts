@@ -112,3 +112,14 @@ test('invalid: unknown key or unparsable till.toml names the file', (t) => {
   writeFileSync(join(dir, 'till.toml'), 'port = "eighty"\n');
   assert.throws(() => loadConfig({ env: { TILL_DATA_DIR: dir } }), /till\.toml: port must be an integer/);
 });
+
+test('invalid: an unparsable file is named with the place of the mistake, never the text around it (a password may be there)', (t) => {
+  const dir = tempDir(t);
+  writeFileSync(join(dir, 'till.toml'), '[bitcoind]\nrpc_password = "hunter2SECRET"\ncookie_file = /x\n');
+  assert.throws(() => loadConfig({ env: { TILL_DATA_DIR: dir } }), (e: Error) => /till\.toml could not be read: Invalid TOML document: invalid value \(line 3, column \d+\)$/.test(e.message) && !e.message.includes('hunter2'));
+  rmSync(join(dir, 'till.toml'));
+  writeFileSync(join(dir, 'till.json'), '{"bitcoind": {"rpc_password": hunter2SECRET}}');
+  assert.throws(() => loadConfig({ env: { TILL_DATA_DIR: dir } }), (e: Error) => /till\.json could not be read: Unexpected token 'h': not valid JSON$/.test(e.message) && !e.message.includes('hunter2'));
+  writeFileSync(join(dir, 'till.json'), '{"bitcoind": {"rpc_password": "hunter2SECRET",}}');
+  assert.throws(() => loadConfig({ env: { TILL_DATA_DIR: dir } }), (e: Error) => /till\.json could not be read: .*\(line 1 column \d+\)$/.test(e.message) && !e.message.includes('hunter2'));
+});
