@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { migrate } from './migrate.ts';
 
@@ -23,9 +23,9 @@ export class NoDatabaseError extends Error {
   override name = 'NoDatabaseError';
 }
 
-/** Throws NoDatabaseError unless `dataDir` holds a database. */
+/** Throws NoDatabaseError unless `dataDir` holds a database (an empty file, left by a first start killed at once, is none). */
 export function assertDatabaseExists(dataDir: string): void {
-  if (!existsSync(databasePath(dataDir))) {
+  if (!existsSync(databasePath(dataDir)) || statSync(databasePath(dataDir)).size === 0) {
     throw new NoDatabaseError(`no Till database in ${dataDir}: check --data-dir (or TILL_DATA_DIR); a new till gets one from till store create or till serve`);
   }
 }
@@ -58,6 +58,7 @@ export function openDatabase(dataDir: string, opts: OpenOptions = {}): Db {
   createPrivately(databasePath(dataDir));
   const db = new Database(databasePath(dataDir), { timeout: opts.busyTimeoutMs ?? 5000 });
   try {
+    refuseForeignDatabase(db);
     db.pragma('journal_mode = WAL');
     db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
     db.pragma('foreign_keys = ON');
@@ -71,6 +72,17 @@ export function openDatabase(dataDir: string, opts: OpenOptions = {}): Db {
     throw err;
   }
   return db;
+}
+
+/**
+ * Another program's database put where Till's belongs (a wrong --data-dir) is
+ * left as it is: at schema 0 Till's own file is empty. Checked before any
+ * pragma, as switching to WAL already writes to the file.
+ */
+function refuseForeignDatabase(db: Db): void {
+  if (db.pragma('user_version', { simple: true }) === 0 && db.prepare('SELECT 1 FROM sqlite_master LIMIT 1').get() !== undefined) {
+    throw new NoDatabaseError(`${db.name} is not a Till database (it holds tables Till did not make): check --data-dir (or TILL_DATA_DIR)`);
+  }
 }
 
 /**

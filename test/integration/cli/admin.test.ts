@@ -211,6 +211,28 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     assert.equal(again.stdout, `already revoked ${minted.id} (svc_test_…${minted.key.slice(-4)}) at ${revoked.revoked_at}\n`, 'the first revocation\'s time stays');
   });
 
+  test('a till.db of another program, or an empty one, is refused by every command and left as it is', async (t) => {
+    const dataDir = tempDir(t);
+    const other = new Database(databasePath(dataDir));
+    other.exec('CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES (\'mine\')');
+    other.close();
+    const before = readFileSync(databasePath(dataDir));
+    for (const args of [['store', 'list'], ['store', 'create', '--name', 'S', '--mode', 'test'], ['--port', '0', 'serve']]) {
+      const r = await runTill(args, { dataDir, timeoutMs: 20_000 });
+      assert.equal(r.code, 1, args.join(' '));
+      assert.match(r.stderr, /till\.db is not a Till database \(it holds tables Till did not make\): check --data-dir/, args.join(' '));
+    }
+    assert.deepEqual(readFileSync(databasePath(dataDir)), before, 'not a byte changed');
+    assert.deepEqual(readdirSync(dataDir).sort(), ['till.db'], 'no WAL, no secret.key');
+
+    const empty = tempDir(t);
+    writeFileSync(databasePath(empty), '');
+    const r = await runTill(['store', 'list'], { dataDir: empty });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /no Till database in/);
+    assert.equal(statSync(databasePath(empty)).size, 0);
+  });
+
   test('store create names both next steps; a key minted for the other mode says it is not usable yet', async (t) => {
     const dataDir = tempDir(t);
     const created = await runTill(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir });
