@@ -1,4 +1,5 @@
 import * as p from '@clack/prompts';
+import Database from 'better-sqlite3';
 import { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -6,7 +7,7 @@ import { Bitcoind } from '../../src/bitcoin/bitcoind.ts';
 import { cookiePathFor, createRpcClient, rpcUrlFor } from '../../src/bitcoin/node-connection.ts';
 import { systemClock } from '../../src/clock.ts';
 import { NETWORKS, SETTINGS, settingsTable, writeSettingsFile, type Config } from '../../src/config.ts';
-import { makeDataDir, openDatabase } from '../../src/db/connection.ts';
+import { databasePath, makeDataDir, openDatabase } from '../../src/db/connection.ts';
 import { mintApiKey } from '../../src/services/api-keys.ts';
 import { createContext } from '../../src/services/context.ts';
 import { refuseUpgradeUnderServer } from '../../src/services/server-lease.ts';
@@ -108,6 +109,21 @@ async function firstStore(config: Config): Promise<void> {
   }
 }
 
+/** The network the data dir's database was first used with, or null; read only: init opens no database for writing before it asks. */
+function recordedNetwork(dataDir: string): string | null {
+  if (!existsSync(databasePath(dataDir))) return null;
+  let db: Database.Database | null = null;
+  try {
+    db = new Database(databasePath(dataDir), { readonly: true, fileMustExist: true });
+    return (db.prepare("SELECT value FROM meta WHERE key = 'network'").pluck().get() as string | undefined) ?? null;
+  } catch {
+    // Not a Till database, or one from before the network was recorded: the first command says what is wrong.
+    return null;
+  } finally {
+    db?.close();
+  }
+}
+
 export function initCommand(): Command {
   return new Command('init')
     .description('first-time setup: write till.toml (asks on a terminal; --yes takes the flags as given)')
@@ -118,8 +134,14 @@ export function initCommand(): Command {
       let config = configFrom(this, { ignoreFile: true });
       const path = join(config.dataDir, 'till.toml');
       if (existsSync(path) && !o.force) this.error(`${path} exists; edit it, or run init --force to replace it`);
+      const json = join(config.dataDir, 'till.json');
+      if (existsSync(json)) this.error(`${json} exists: Till reads till.toml before it, so its settings would stop counting; edit it, or move it away first`);
       const interactive = !o.yes && process.stdin.isTTY && process.stdout.isTTY;
       if (interactive) config = await ask(config);
+      const held = recordedNetwork(config.dataDir);
+      if (held !== null && held !== config.network) {
+        this.error(`${config.dataDir} holds a till for network "${held}": a till.toml for "${config.network}" would make Till refuse it. Give --network ${held}, or another --data-dir`);
+      }
       makeDataDir(config.dataDir);
       written.push(writeSettingsFile(config, 'Written by till init.'));
       if (interactive) {

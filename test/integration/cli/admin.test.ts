@@ -337,6 +337,25 @@ describe('till init', () => {
     assert.equal((await tillJson(['config', 'show'], { dataDir })).network, 'main', 'forced init with no flags writes the defaults');
   });
 
+  test('refuses to write a till.toml the data dir would refuse (another network), or one a till.json beside it would lose to', async (t) => {
+    const dataDir = tempDir(t);
+    await tillJson(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir, env: REGTEST });
+    for (const args of [['init', '--yes'], ['init', '--yes', '--force']]) {
+      const r = await runTill(args, { dataDir });
+      assert.equal(r.code, 1, args.join(' '));
+      assert.match(r.stderr, /holds a till for network "regtest": a till\.toml for "main" would make Till refuse it\. Give --network regtest/);
+      assert.equal(existsSync(join(dataDir, 'till.toml')), false, 'nothing written');
+    }
+    assert.equal((await runTill(['--network', 'regtest', 'init', '--yes'], { dataDir })).code, 0);
+
+    const withJson = tempDir(t);
+    writeFileSync(join(withJson, 'till.json'), '{"port": 9100}');
+    const r = await runTill(['init', '--yes', '--force'], { dataDir: withJson });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /till\.json exists: Till reads till\.toml before it/);
+    assert.deepEqual(readdirSync(withJson), ['till.json']);
+  });
+
   // On a terminal init asks. Keys: Enter takes a prompt's default, Ctrl-C stops setup.
   const ENTER = '\r';
   const CTRL_C = '\x03';
