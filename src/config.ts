@@ -110,7 +110,10 @@ function httpUrl(raw: unknown, where: string): string {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`${where} must be an http(s) URL`);
   // Never used from a URL (fetch refuses them), and `config show` would print the password: said, not echoed.
-  if (url.username || url.password) throw new ConfigError(`${where} must not hold a user name or password (for bitcoind: bitcoind.rpc_user and bitcoind.rpc_password, or its cookie file)`);
+  if (url.username || url.password) {
+    const instead = /rpc/i.test(where) ? ' (bitcoind.rpc_user and bitcoind.rpc_password, or its cookie file)' : '';
+    throw new ConfigError(`${where} must not hold a user name or password${instead}`);
+  }
   return s.replace(/\/+$/, '');
 }
 

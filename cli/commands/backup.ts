@@ -53,7 +53,7 @@ function syncToDisk(path: string): void {
 
 export function backupCommand(): Command {
   return new Command('backup')
-    .description('copy the database (a consistent snapshot, also while the server runs) and the secret key into a new folder')
+    .description('copy the database (a consistent snapshot, also while the server runs), the secret key and the settings file into a new folder')
     .requiredOption('--out <dir>', 'where to put the backup folder')
     .action(async function (this: Command) {
       const config = configFrom(this);

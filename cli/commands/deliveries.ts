@@ -9,12 +9,12 @@ import { emit, parseIntegerOption, table } from '../output.ts';
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
 export function deliveriesCommand(): Command {
-  const cmd = new Command('deliveries').description('inspect and replay webhook deliveries (works on the database; a running till sends replays within a second)');
+  const cmd = new Command('deliveries').description('inspect, replay and prune webhook deliveries (works on the database; a running till sends replays within a second)');
 
   cmd.command('list').description('list deliveries, newest first')
     .addOption(new Option('--status <status>', 'only this status').choices(DELIVERY_STATUSES))
     .option('--store <id>', 'only this store')
-    .addOption(new Option('--limit <n>', 'at most this many').default(50).argParser(parseIntegerOption('--limit', 1, 10_000)))
+    .addOption(new Option('--limit <n>', 'at most this many (1-10000)').default(50).argParser(parseIntegerOption('--limit', 1, 10_000)))
     .action(function (this: Command) {
       const o = this.opts();
       const ds = withContext(this, (ctx) => listDeliveries(ctx, { status: o.status, storeId: o.store, limit: o.limit })).map((d) => deliveryView(d));
@@ -36,7 +36,7 @@ export function deliveriesCommand(): Command {
 
   cmd.command('replay').description('a fresh cycle of 7 attempts with the same event and body')
     .argument('[id]', 'delivery id (dlv_…)')
-    .option('--all-dead', 'every dead_letter delivery but those of a disabled endpoint (enable it first)')
+    .option('--all-dead', 'every dead_letter delivery but those of a disabled endpoint (enable it first) or a deleted one')
     .option('--store <id>', 'with --all-dead: only this store')
     .action(function (this: Command, id: string | undefined) {
       const o = this.opts();
@@ -49,7 +49,7 @@ export function deliveriesCommand(): Command {
           (left ? `; ${plural(left, 'dead letter', 'dead letters')} of a disabled or deleted endpoint left as ${left === 1 ? 'it is' : 'they are'} (enable the endpoint, then replay)` : ''));
     });
   cmd.command('prune').description('delete delivered webhook history older than some days: events whose every delivery succeeded, those deliveries and their attempts (invoices, payments and deliveries not delivered are kept)')
-    .requiredOption('--older-than <days>', 'what is older than this many days goes', parseIntegerOption('--older-than', 1, 36_500))
+    .requiredOption('--older-than <days>', 'what is older than this many days goes (1-36500)', parseIntegerOption('--older-than', 1, 36_500))
     .option('--dry-run', 'count what would go, delete nothing')
     .action(async function (this: Command) {
       const o = this.opts();

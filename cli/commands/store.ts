@@ -10,7 +10,7 @@ function settingsOptions(cmd: Command): Command {
   return cmd
     .addOption(new Option('--confirmations <n>', `confirmations an invoice needs (${confirmations.min}-${confirmations.max}, default 1)`).argParser(parseIntegerOption('--confirmations', confirmations.min, confirmations.max)))
     .addOption(new Option('--expiry-minutes <n>', `default invoice lifetime (${expiryMinutes.min}-${expiryMinutes.max}, default 30)`).argParser(parseIntegerOption('--expiry-minutes', expiryMinutes.min, expiryMinutes.max)))
-    .addOption(new Option('--late-window-minutes <n>', 'how long after expiry a payment can still complete an invoice (default 10080 = 7 days)').argParser(parseIntegerOption('--late-window-minutes', lateWindowMinutes.min, lateWindowMinutes.max)))
+    .addOption(new Option('--late-window-minutes <n>', `how long after expiry a payment can still complete an invoice (${lateWindowMinutes.min}-${lateWindowMinutes.max}, default 10080 = 7 days)`).argParser(parseIntegerOption('--late-window-minutes', lateWindowMinutes.min, lateWindowMinutes.max)))
     .option('--logo-url <url>', 'logo shown on the checkout page')
     .option('--brand-color <#rrggbb>', 'accent colour of the checkout page');
 }

@@ -18,7 +18,7 @@ export function xpubCommand(): Command {
     .argument('<key>', 'xpub/ypub/zpub, tpub/upub/vpub, or a descriptor: wpkh(…), sh(wpkh(…)), tr(…), pkh(…)')
     .requiredOption('--store <id>', 'store id')
     .addOption(new Option('--env <env>', 'live (key must be of the configured network) or test').choices(STORE_MODES).makeOptionMandatory())
-    .addOption(new Option('--gap-limit <n>', `your wallet's gap limit (default ${GAP_LIMIT.default})`).argParser(parseIntegerOption('--gap-limit', GAP_LIMIT.min, GAP_LIMIT.max)))
+    .addOption(new Option('--gap-limit <n>', `your wallet's gap limit (${GAP_LIMIT.min}-${GAP_LIMIT.max}, default ${GAP_LIMIT.default})`).argParser(parseIntegerOption('--gap-limit', GAP_LIMIT.min, GAP_LIMIT.max)))
     .action(function (this: Command, key: string) {
       const o = this.opts();
       const r = withContext(this, (ctx) => addXpub(ctx, { storeId: o.store, env: o.env, key, gapLimit: o.gapLimit }));
@@ -38,7 +38,7 @@ export function xpubCommand(): Command {
 
   cmd.command('skip').description('hand out no invoice the next <count> receive addresses (after restoring a backup older than the last invoice: their addresses may be paid)')
     .argument('<id>', 'xpub id (xpb_…)')
-    .argument('<count>', 'how many indexes to skip', parseIntegerOption('<count>', 1, SKIP_MAX))
+    .argument('<count>', `how many indexes to skip (1-${SKIP_MAX})`, parseIntegerOption('<count>', 1, SKIP_MAX))
     .action(function (this: Command, id: string, count: number) {
       const x = xpubView(withContext(this, (ctx) => skipIndexes(ctx, id, count)));
       emit(this.optsWithGlobals(), x, () => `${x.id}: next receive index ${x.next_index}`);
