@@ -1,10 +1,10 @@
 import { Command } from 'commander';
-import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, mkdtempSync, openSync, renameSync, rmSync } from 'node:fs';
+import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { SECRET_KEY_FILE } from '../../src/auth/secret-box.ts';
 import { systemClock } from '../../src/clock.ts';
-import { CONFIG_FILES } from '../../src/config.ts';
+import { CONFIG_FILES, ConfigError } from '../../src/config.ts';
 import { assertDatabaseExists, databasePath } from '../../src/db/connection.ts';
 import { dropServerLease } from '../../src/services/server-lease.ts';
 import { configFrom } from '../context.ts';
@@ -22,6 +22,7 @@ function stamp(ms: number): string {
  * `.till-backup-…` folder, which can be deleted.
  */
 function makePartialFolder(out: string, now: number): string {
+  if (existsSync(out) && !statSync(out).isDirectory()) throw new ConfigError(`--out ${out} is a file, not a folder: give the folder to put the backup in`);
   mkdirSync(out, { recursive: true });
   return mkdtempSync(resolve(out, `.till-backup-${stamp(now)}-`));
 }

@@ -434,6 +434,17 @@ describe('till backup', () => {
     assert.deepEqual(readdirSync(out), []);
   });
 
+  test('--out naming a file is one clear error, and the file is left as it is', async (t) => {
+    const dataDir = tempDir(t);
+    await tillJson(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir });
+    const file = join(tempDir(t), 'notes.txt');
+    writeFileSync(file, 'mine');
+    const r = await runTill(['backup', '--out', file], { dataDir });
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr, `till: --out ${file} is a file, not a folder: give the folder to put the backup in\n`);
+    assert.equal(readFileSync(file, 'utf8'), 'mine');
+  });
+
   test('two backups in one second each get their folder; one of a data dir without secret.key says what that means', async (t) => {
     const dataDir = tempDir(t);
     const out = tempDir(t);
