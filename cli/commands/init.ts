@@ -8,6 +8,7 @@ import { cookiePathFor, createRpcClient, rpcUrlFor } from '../../src/bitcoin/nod
 import { systemClock } from '../../src/clock.ts';
 import { NETWORKS, SETTINGS, settingsTable, writeSettingsFile, type Config } from '../../src/config.ts';
 import { databasePath, makeDataDir, openDatabase } from '../../src/db/connection.ts';
+import { createMetaRepo } from '../../src/db/meta.ts';
 import { mintApiKey } from '../../src/services/api-keys.ts';
 import { createContext } from '../../src/services/context.ts';
 import { refuseUpgradeUnderServer } from '../../src/services/server-lease.ts';
@@ -115,7 +116,7 @@ function recordedNetwork(dataDir: string): string | null {
   let db: Database.Database | null = null;
   try {
     db = new Database(databasePath(dataDir), { readonly: true, fileMustExist: true });
-    return (db.prepare("SELECT value FROM meta WHERE key = 'network'").pluck().get() as string | undefined) ?? null;
+    return createMetaRepo(db).get('network');
   } catch {
     // Not a Till database, or one from before the network was recorded: the first command says what is wrong.
     return null;

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { migrate } from './migrate.ts';
+import { migrate, schemaVersion } from './migrate.ts';
 
 export type Db = Database.Database;
 
@@ -80,7 +80,7 @@ export function openDatabase(dataDir: string, opts: OpenOptions = {}): Db {
  * pragma, as switching to WAL already writes to the file.
  */
 function refuseForeignDatabase(db: Db): void {
-  if (db.pragma('user_version', { simple: true }) === 0 && db.prepare('SELECT 1 FROM sqlite_master LIMIT 1').get() !== undefined) {
+  if (schemaVersion(db) === 0 && db.prepare('SELECT 1 FROM sqlite_master LIMIT 1').get() !== undefined) {
     throw new NoDatabaseError(`${db.name} is not a Till database (it holds tables Till did not make): check --data-dir (or TILL_DATA_DIR)`);
   }
 }

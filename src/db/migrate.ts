@@ -33,7 +33,7 @@ export function migrate(db: Database.Database, beforeUpgrade?: (db: Database.Dat
   return LATEST_SCHEMA_VERSION;
 }
 
-function schemaVersion(db: Database.Database): number {
+export function schemaVersion(db: Database.Database): number {
   return db.pragma('user_version', { simple: true }) as number;
 }
 
