@@ -26,7 +26,7 @@ export function configFrom(cmd: Command, extra: { demo?: boolean; ignoreFile?: b
  * (once a returned promise settles). Only a command that creates (`create`)
  * makes a new database where there is none.
  */
-export function withContext<T>(cmd: Command, fn: (ctx: Context) => T, opts: { create?: boolean } = {}): T {
+export function withContext<T>(cmd: Command, fn: (ctx: Context) => T, opts: { create?: boolean; replaceLostSecretKey?: boolean } = {}): T {
   const config = configFrom(cmd);
   const db = openDatabase(config.dataDir, {
     synchronous: config.synchronous,
@@ -36,7 +36,7 @@ export function withContext<T>(cmd: Command, fn: (ctx: Context) => T, opts: { cr
   });
   let result: T;
   try {
-    result = fn(createContext(db, systemClock, config));
+    result = fn(createContext(db, systemClock, config, { replaceLostSecretKey: opts.replaceLostSecretKey }));
   } catch (err) {
     db.close();
     throw err;

@@ -12,6 +12,7 @@ import { createContext, type Context } from './services/context.ts';
 import { ExternalChanges } from './services/external-changes.ts';
 import { IDEMPOTENCY_TTL_MS, expireDueInvoices } from './services/invoices.ts';
 import { acquireServerLease, LEASE_RENEW_MS, LeaseLostError, refuseUpgradeUnderServer } from './services/server-lease.ts';
+import { listUnreadableSecrets } from './services/webhooks.ts';
 import { startLoop } from './services/workers.ts';
 import { DeliveryWorker } from './webhooks/delivery-worker.ts';
 import { Bitcoind } from './bitcoin/bitcoind.ts';
@@ -78,6 +79,12 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
     beforeUpgrade: refuseUpgradeUnderServer(config.dataDir, () => clock.now()),
   });
   const ctx = createContext(db, clock, config);
+  try {
+    checkSecretKey(ctx, logger);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
   // The group commits' fsync off the event loop (docs/DECISIONS.md); with
   // synchronous=NORMAL configured there is no fsync to move.
   const walSync = config.synchronous === 'FULL' ? openWalSync(db) : null;
@@ -212,4 +219,19 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
       logger.flush();
     },
   };
+}
+
+/**
+ * A lost secret.key is found at start (refused: SecretKeyError), not at the
+ * first delivery, which could sign nothing; another till's key, which opens
+ * none of this one's secrets, is said where the operator looks after a restore.
+ */
+function checkSecretKey(ctx: Context, logger: Logger): void {
+  ctx.secrets.load();
+  const unreadable = listUnreadableSecrets(ctx);
+  if (unreadable.length === 0) return;
+  logger.warn(
+    { secrets: unreadable.map((s) => s.endpointId ?? `${s.storeId} callback`) },
+    `${unreadable.length} webhook signing secret(s) cannot be opened with secret.key: deliveries they sign fail until they are replaced (till webhooks rotate --unreadable)`,
+  );
 }

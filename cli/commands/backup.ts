@@ -99,7 +99,7 @@ export function backupCommand(): Command {
         db.close();
       }
       syncToDisk(resolve(out));
-      if (!copied.includes(SECRET_KEY_FILE)) process.stderr.write(`till: warning: ${key} is missing, so this backup has none: the webhook secrets in it cannot be read; rotate them after a restore (till webhooks rotate)\n`);
+      if (!copied.includes(SECRET_KEY_FILE)) process.stderr.write(`till: warning: ${key} is missing, so this backup has none: the webhook secrets in it cannot be read; replace them after a restore (till webhooks rotate --unreadable)\n`);
       emit(this.optsWithGlobals(), { path: target, files: copied }, () =>
         `backup written to ${target} (${copied.join(', ')})\nto restore: stop Till, delete till.db-wal and till.db-shm from the data directory, copy these files into it, start Till`);
     });

@@ -1,6 +1,9 @@
 import { Command } from 'commander';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { SECRET_KEY_FILE } from '../../src/auth/secret-box.ts';
 import { endpointView } from '../../src/domain/webhook-views.ts';
-import { createEndpoint, deleteEndpoint, listEndpoints, rotateCallbackSecret, rotateEndpointSecret, updateEndpoint } from '../../src/services/webhooks.ts';
+import { createEndpoint, deleteEndpoint, listEndpoints, rotateCallbackSecret, rotateEndpointSecret, rotateUnreadableSecrets, updateEndpoint } from '../../src/services/webhooks.ts';
 import { withContext } from '../context.ts';
 import { emit, table } from '../output.ts';
 
@@ -24,12 +27,19 @@ export function webhooksCommand(): Command {
       emit(this.optsWithGlobals(), { ...endpointView(endpoint), secret }, () => `added ${endpoint.id} → ${endpoint.url}\nsigning secret (shown once): ${secret}`);
     });
 
-  cmd.command('rotate').description('new signing secret; the previous one stays valid for 24 h')
-    .requiredOption('--store <id>', 'store id')
+  cmd.command('rotate').description('new signing secret; the previous one stays valid for 24 h. --unreadable: a new one for every secret secret.key cannot open (a data dir restored without its key), making the key if it is missing')
+    .option('--store <id>', 'store id (with --endpoint or --callback)')
     .option('--endpoint <id>', 'the endpoint (we_…) whose secret to rotate')
     .option('--callback', "rotate the store's callback secret (for invoices' callback_url) instead")
+    .option('--unreadable', 'every store: replace the secrets this secret.key cannot open; no previous one stays valid')
     .action(function (this: Command) {
       const o = this.opts();
+      if (o.unreadable) {
+        if (o.store || o.endpoint || o.callback) this.error('--unreadable covers every store: give it alone');
+        rotateUnreadable(this);
+        return;
+      }
+      if (!o.store) this.error('give --store <id> with --endpoint <id> or --callback (or --unreadable alone)');
       if (Boolean(o.endpoint) === Boolean(o.callback)) this.error('give either --endpoint <id> or --callback');
       const r = withContext(this, (ctx) => (o.callback ? rotateCallbackSecret(ctx, o.store) : rotateEndpointSecret(ctx, o.store, o.endpoint)));
       emit(this.optsWithGlobals(), { secret: r.secret }, () => `new secret (shown once): ${r.secret}\nthe previous secret stays valid for 24 hours`);
@@ -49,4 +59,24 @@ export function webhooksCommand(): Command {
       emit(this.optsWithGlobals(), { ...e, deleted: true }, () => `deleted ${e.id}`);
     });
   return cmd;
+}
+
+/** The way out of a lost secret.key: a new key if it is missing, and a new secret for each one it cannot open. */
+function rotateUnreadable(cmd: Command): void {
+  const { madeKey, rotated } = withContext(cmd, (ctx) => {
+    const hadKey = existsSync(join(ctx.config.dataDir, SECRET_KEY_FILE));
+    const rotated = rotateUnreadableSecrets(ctx);
+    ctx.secrets.load();
+    return { madeKey: !hadKey, rotated };
+  }, { replaceLostSecretKey: true });
+  const json = { made_key: madeKey, rotated: rotated.map((r) => ({ store_id: r.storeId, endpoint_id: r.endpointId, url: r.url, secret: r.secret })) };
+  emit(cmd.optsWithGlobals(), json, () => [
+    ...(madeKey ? ['secret.key was missing: made a new one'] : []),
+    ...(rotated.length === 0
+      ? ['every secret in use opens with this secret.key: nothing to replace']
+      : [
+          'new secrets (shown once; none before them stays valid): give each to the server that receives with it',
+          table(rotated.map((r) => [r.storeId, r.endpointId ?? 'callback', r.url ?? "(invoices' callback_url)", r.secret])),
+        ]),
+  ].join('\n'));
 }

@@ -13,11 +13,33 @@ const VERSION = 'v1';
 export interface SecretBox {
   seal(plain: string): string;
   open(sealed: string): string;
+  /** Reads (or makes) the key now, so a till that will sign finds a lost key at start, not at its first delivery. */
+  load(): void;
 }
 
-function loadOrCreateKey(dataDir: string): Buffer {
+/** secret.key unusable: missing while sealed secrets need it, or not a key. Said as it is, never as an unexpected error. */
+export class SecretKeyError extends Error {}
+
+export interface SecretBoxOptions {
+  /**
+   * How many secrets in the database are sealed and still in use. A new key is
+   * made only when none are: a key made beside them would open none of them,
+   * and every delivery would fail until each secret was rotated by hand.
+   */
+  sealedSecrets?: () => number;
+}
+
+function readOrMakeKey(dataDir: string, opts: SecretBoxOptions): Buffer {
   const path = join(dataDir, SECRET_KEY_FILE);
   if (!existsSync(path)) {
+    const sealed = opts.sealedSecrets?.() ?? 0;
+    if (sealed > 0) {
+      throw new SecretKeyError(
+        `${path} is missing, and till.db holds ${sealed} webhook signing secret${sealed === 1 ? '' : 's'} sealed with it: ` +
+          'put back the secret.key of the backup till.db came from (a till backup folder holds both). ' +
+          'If it is lost for good, till webhooks rotate --unreadable makes a new key and a new secret for every endpoint and store callback; each receiving server must then be given its new one.',
+      );
+    }
     // Written whole to a temp file, then linked into place: link() fails if
     // another process (server and CLI at once) created it first, and a crash
     // never leaves a half-written key.
@@ -32,16 +54,21 @@ function loadOrCreateKey(dataDir: string): Buffer {
     }
   }
   const hex = readFileSync(path, 'utf8').trim();
-  if (!/^[0-9a-f]{64}$/.test(hex)) throw new Error(`${path} is not a Till secret key (64 hex characters); restore it from your backup`);
+  if (!/^[0-9a-f]{64}$/.test(hex)) throw new SecretKeyError(`${path} is not a Till secret key (64 hex characters); restore it from your backup`);
   return Buffer.from(hex, 'hex');
 }
 
-export function openSecretBox(dataDir: string): SecretBox {
-  const key = loadOrCreateKey(dataDir);
+/**
+ * The box reads its key at first use: commands that never seal nor open (a
+ * backup, a store list) neither need secret.key nor make one.
+ */
+export function openSecretBox(dataDir: string, opts: SecretBoxOptions = {}): SecretBox {
+  let loaded: Buffer | null = null;
+  const key = () => (loaded ??= readOrMakeKey(dataDir, opts));
   return {
     seal(plain) {
       const iv = randomBytes(12);
-      const cipher = createCipheriv('aes-256-gcm', key, iv);
+      const cipher = createCipheriv('aes-256-gcm', key(), iv);
       const data = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
       return `${VERSION}:${Buffer.concat([iv, cipher.getAuthTag(), data]).toString('base64')}`;
     },
@@ -49,9 +76,12 @@ export function openSecretBox(dataDir: string): SecretBox {
       const [version, b64] = sealed.split(':');
       if (version !== VERSION || !b64) throw new Error('sealed secret has an unknown format');
       const raw = Buffer.from(b64, 'base64');
-      const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
+      const decipher = createDecipheriv('aes-256-gcm', key(), raw.subarray(0, 12));
       decipher.setAuthTag(raw.subarray(12, 28));
       return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
+    },
+    load() {
+      key();
     },
   };
 }

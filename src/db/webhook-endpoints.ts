@@ -54,6 +54,15 @@ const toRecord = (r: Row): EndpointRecord => ({
 const sealedFrom = (r: { s: string | null; p: string | null; e: number | null } | undefined): SealedSecrets | null =>
   r?.s ? { secret: r.s, previous: r.p, previousExpiresAt: r.e } : null;
 
+/** A current secret in use: an endpoint's (not deleted) or a store's callback secret (endpointId null), of a store not archived. */
+export interface SecretInUse {
+  storeId: string;
+  endpointId: string | null;
+  /** The endpoint's URL; null for a callback secret. */
+  url: string | null;
+  sealed: string;
+}
+
 /** How long a delivery may sign with secrets read earlier (see sendingSecrets). */
 export const SENDING_SECRETS_TTL_MS = 1000;
 
@@ -83,6 +92,13 @@ export function createWebhookEndpointsRepo(db: Db) {
   );
   const setStoreSecrets = db.prepare<[string, string | null, number | null, string]>(
     'UPDATE stores SET callback_secret = ?, callback_secret_previous = ?, callback_secret_previous_expires_at = ? WHERE id = ?',
+  );
+  const inUse = db.prepare<[], SecretInUse>(
+    `SELECT e.store_id AS storeId, e.id AS endpointId, e.url, e.secret AS sealed
+       FROM webhook_endpoints e JOIN stores s ON s.id = e.store_id WHERE e.deleted_at IS NULL AND s.archived_at IS NULL
+     UNION ALL
+     SELECT id, NULL, NULL, callback_secret FROM stores WHERE callback_secret IS NOT NULL AND archived_at IS NULL
+     ORDER BY 1, 2 NULLS FIRST`,
   );
   return {
     /** A deleted endpoint too (deletedAt set): the API answers it 410 gone. */
@@ -122,6 +138,10 @@ export function createWebhookEndpointsRepo(db: Db) {
     /** The store's secrets for per-invoice callback_url deliveries. */
     getCallbackSecrets(storeId: string): SealedSecrets | null {
       return sealedFrom(storeSecrets.get(storeId));
+    },
+    /** Every current secret that signs or will sign: a store's callback secret first, then its endpoints. */
+    listSecretsInUse(): SecretInUse[] {
+      return inUse.all();
     },
     setCallbackSecrets(storeId: string, s: SealedSecrets): void {
       sending.clear();

@@ -84,7 +84,15 @@ function bindNetwork(repos: ReturnType<typeof createRepos>, config: Config): voi
   }
 }
 
-export function createContext(db: Db, clock: Clock, config: Config): Context {
+export interface ContextOptions {
+  /**
+   * Lets the secret box make a new secret.key though sealed secrets need the
+   * lost one: only for the command that then replaces those secrets.
+   */
+  replaceLostSecretKey?: boolean;
+}
+
+export function createContext(db: Db, clock: Clock, config: Config, opts: ContextOptions = {}): Context {
   const repos = createRepos(db);
   bindNetwork(repos, config);
   return {
@@ -97,6 +105,6 @@ export function createContext(db: Db, clock: Clock, config: Config): Context {
     chain: { watched: false, connected: false, initialBlockDownload: false, caughtUp: false, tipHeight: null, blockChanges: 0 },
     rates: null,
     baseUrl: publicBaseUrl(config),
-    secrets: openSecretBox(config.dataDir),
+    secrets: openSecretBox(config.dataDir, { sealedSecrets: opts.replaceLostSecretKey ? undefined : () => repos.webhookEndpoints.listSecretsInUse().length }),
   };
 }

@@ -2,7 +2,7 @@ import { payments } from 'bitcoinjs-lib';
 import { getNetwork } from '../bitcoin/networks.ts';
 import { toIso } from '../clock.ts';
 import { inTransaction } from '../db/connection.ts';
-import type { EndpointRecord, SealedSecrets } from '../db/webhook-endpoints.ts';
+import type { EndpointRecord, SealedSecrets, SecretInUse } from '../db/webhook-endpoints.ts';
 import { SET_ASIDE, type DeliveryFilter, type DeliveryRecord, type DeliveryStatus } from '../db/webhook-deliveries.ts';
 import { ApiError, invalidField, unknownName } from '../domain/errors.ts';
 import { EVENT_TYPES, WEBHOOK_TEST_EVENT_TYPE } from '../domain/event-types.ts';
@@ -172,6 +172,36 @@ export function rotateCallbackSecret(ctx: Context, storeId: string): { secret: s
     ctx.repos.webhookEndpoints.setCallbackSecrets(storeId, sealed.sealed);
     return { secret: sealed.secret, previousExpiresAt: sealed.sealed.previousExpiresAt };
   });
+}
+
+/** Secrets in use that this data dir's secret.key cannot open: every delivery signed with one fails. */
+export function listUnreadableSecrets(ctx: Context): SecretInUse[] {
+  return ctx.repos.webhookEndpoints.listSecretsInUse().filter((s) => !canOpen(ctx, s.sealed));
+}
+
+/** A secret replaced by rotateUnreadableSecrets, in clear this once. */
+export interface ReplacedSecret {
+  storeId: string;
+  /** null: the store's callback secret. */
+  endpointId: string | null;
+  url: string | null;
+  secret: string;
+}
+
+/**
+ * A new secret for every one in use that this data dir's secret.key cannot
+ * open (a data dir restored without its key, or beside another till's). None
+ * is kept as the previous: nothing could sign with it. Those that open stay.
+ */
+export function rotateUnreadableSecrets(ctx: Context): ReplacedSecret[] {
+  return inTransaction(ctx.db, () =>
+    listUnreadableSecrets(ctx).map(({ storeId, endpointId, url }) => {
+      const secret = generateWebhookSecret();
+      const sealed = { secret: ctx.secrets.seal(secret), previous: null, previousExpiresAt: null };
+      if (endpointId === null) ctx.repos.webhookEndpoints.setCallbackSecrets(storeId, sealed);
+      else ctx.repos.webhookEndpoints.update({ ...getEndpoint(ctx, storeId, endpointId), secrets: sealed });
+      return { storeId, endpointId, url, secret };
+    }));
 }
 
 /** The key hash of BIP84's first test-vector address, for the synthetic invoice's address: its key is public knowledge, as nothing is ever paid there. */

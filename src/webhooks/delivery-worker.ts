@@ -12,7 +12,7 @@ import { signPayload } from './signature.ts';
 
 export const USER_AGENT = 'Service-Webhook/1.0';
 /** The attempt's error when the signing secret cannot be opened (a data dir restored without its secret.key). */
-export const UNREADABLE_SECRET = 'the signing secret cannot be read with this data directory\'s secret.key: rotate it (till webhooks rotate)';
+export const UNREADABLE_SECRET = 'the signing secret cannot be read with this data directory\'s secret.key: replace it (till webhooks rotate --unreadable replaces every such secret)';
 /** How long an attempt's outcome may wait for others to share its commit. */
 const OUTCOME_COMMIT_WAIT_MS = 5;
 /** A failed outcome commit is tried again after 1 s, doubling up to 30 s. */

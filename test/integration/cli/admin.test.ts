@@ -456,7 +456,7 @@ describe('till backup', () => {
     const r = await runTill(['--json', 'backup', '--out', out], { dataDir });
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(JSON.parse(r.stdout).files, ['till.db']);
-    assert.match(r.stderr, /secret\.key is missing, so this backup has none: the webhook secrets in it cannot be read; rotate them/);
+    assert.match(r.stderr, /secret\.key is missing, so this backup has none: the webhook secrets in it cannot be read; replace them after a restore \(till webhooks rotate --unreadable\)/);
   });
 
   test('a backup that cannot copy the secret key leaves no folder behind (one without the key would restore unreadable secrets)', async (t) => {

@@ -487,6 +487,13 @@ describe('webhook delivery', () => {
     assert.equal(d!.status, 'attempting');
     assert.equal(d!.attempts, 1, 'the attempt is counted: the schedule leads to dead_letter, not a loop');
     assert.equal(f.till.rt.ctx.repos.webhookDeliveries.get(d!.id)!.lastError, UNREADABLE_SECRET);
+    // A till started on this data dir says so at once, naming the endpoint and the way out.
+    const started = capturedLogger('warn');
+    const beside = createRuntime(loadConfig({ env: { TILL_DATA_DIR: f.till.config.dataDir, TILL_NETWORK: 'regtest', TILL_RATES: 'fixed:65000' } }), { clock: f.till.clock, logger: started.logger });
+    await beside.stop();
+    assert.deepEqual(started.lines.map((l) => [l.msg, l.secrets]), [
+      ['1 webhook signing secret(s) cannot be opened with secret.key: deliveries they sign fail until they are replaced (till webhooks rotate --unreadable)', [f.endpointId]],
+    ]);
 
     const rot = await call(f.till, 'POST', `/v1/stores/${f.store.storeId}/webhooks/${f.endpointId}/rotate-secret`, { key: f.store.key });
     assert.equal(rot.status, 200);

@@ -1,0 +1,39 @@
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { openSecretBox, SECRET_KEY_FILE, SecretKeyError } from '../../../src/auth/secret-box.ts';
+import { tempDir } from '../../helpers/temp.ts';
+
+describe('secret box (secret.key)', () => {
+  test('the key is read at first use: a box never used neither needs nor makes secret.key', (t) => {
+    const dir = tempDir(t);
+    assert.doesNotThrow(() => openSecretBox(dir, { sealedSecrets: () => 3 }), 'a missing key is no error until a secret is sealed or opened');
+    assert.equal(existsSync(join(dir, SECRET_KEY_FILE)), false);
+  });
+
+  test('with no secret sealed, the first use makes a key (owner-only) that later boxes share', (t) => {
+    const dir = tempDir(t);
+    const sealed = openSecretBox(dir, { sealedSecrets: () => 0 }).seal('whsec_a');
+    assert.match(readFileSync(join(dir, SECRET_KEY_FILE), 'utf8'), /^[0-9a-f]{64}\n$/);
+    assert.equal(openSecretBox(dir).open(sealed), 'whsec_a');
+    assert.throws(() => openSecretBox(tempDir(t)).open(sealed), 'another key cannot open it');
+  });
+
+  test('a missing key beside sealed secrets is refused, naming the file and the way out, and none is made', (t) => {
+    const dir = tempDir(t);
+    const box = openSecretBox(dir, { sealedSecrets: () => 2 });
+    for (const use of [() => box.seal('whsec_a'), () => box.open('v1:AAAA'), () => box.load()]) {
+      assert.throws(use, (err: Error) => err instanceof SecretKeyError
+        && err.message.includes(`${join(dir, SECRET_KEY_FILE)} is missing, and till.db holds 2 webhook signing secrets sealed with it`)
+        && err.message.includes('till webhooks rotate --unreadable'));
+    }
+    assert.equal(existsSync(join(dir, SECRET_KEY_FILE)), false);
+  });
+
+  test('a file that is not a key is refused as such', (t) => {
+    const dir = tempDir(t);
+    writeFileSync(join(dir, SECRET_KEY_FILE), 'not a key\n');
+    assert.throws(() => openSecretBox(dir).load(), (err: Error) => err instanceof SecretKeyError && /is not a Till secret key/.test(err.message));
+  });
+});
