@@ -64,7 +64,7 @@ export function storeCommand(): Command {
     emit(this.optsWithGlobals(), store, () => describe(store));
   });
 
-  cmd.command('archive').description('archive a store: its API keys stop working (404 not_found)').argument('<id>', 'store id').action(function (this: Command, id: string) {
+  cmd.command('archive').description('archive a store: its API keys stop working (404 not_found) and it takes no new keys or xpubs; its invoices are still watched and their events delivered (its webhooks are managed as before)').argument('<id>', 'store id').action(function (this: Command, id: string) {
     const store = storeView(withContext(this, (ctx) => archiveStore(ctx, id)));
     emit(this.optsWithGlobals(), store, () => `archived ${store.id}`);
   });

@@ -54,7 +54,7 @@ const toRecord = (r: Row): EndpointRecord => ({
 const sealedFrom = (r: { s: string | null; p: string | null; e: number | null } | undefined): SealedSecrets | null =>
   r?.s ? { secret: r.s, previous: r.p, previousExpiresAt: r.e } : null;
 
-/** A current secret in use: an endpoint's (not deleted) or a store's callback secret (endpointId null), of a store not archived. */
+/** A current secret in use: an endpoint's (not deleted) or a store's callback secret (endpointId null); an archived store's too, as its invoices' events are still delivered. */
 export interface SecretInUse {
   storeId: string;
   endpointId: string | null;
@@ -95,9 +95,9 @@ export function createWebhookEndpointsRepo(db: Db) {
   );
   const inUse = db.prepare<[], SecretInUse>(
     `SELECT e.store_id AS storeId, e.id AS endpointId, e.url, e.secret AS sealed
-       FROM webhook_endpoints e JOIN stores s ON s.id = e.store_id WHERE e.deleted_at IS NULL AND s.archived_at IS NULL
+       FROM webhook_endpoints e WHERE e.deleted_at IS NULL
      UNION ALL
-     SELECT id, NULL, NULL, callback_secret FROM stores WHERE callback_secret IS NOT NULL AND archived_at IS NULL
+     SELECT id, NULL, NULL, callback_secret FROM stores WHERE callback_secret IS NOT NULL
      ORDER BY 1, 2 NULLS FIRST`,
   );
   return {

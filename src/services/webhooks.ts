@@ -45,12 +45,6 @@ function rejectUnknown(input: object, known: string[]): void {
   if (unknown) throw unknownName('field', unknown);
 }
 
-function liveStore(ctx: Context, storeId: string) {
-  const store = getStore(ctx, storeId);
-  if (store.archivedAt !== null) throw new ApiError('not_found', `no store ${storeId}`);
-  return store;
-}
-
 /** A new endpoint; its secret is returned in clear this once. */
 export function createEndpoint(ctx: Context, storeId: string, input: EndpointInput): { endpoint: EndpointRecord; secret: string } {
   rejectUnknown(input, ['url', 'description', 'enabled_events']);
@@ -59,7 +53,7 @@ export function createEndpoint(ctx: Context, storeId: string, input: EndpointInp
   const enabledEvents = input.enabled_events === undefined ? ['*'] : parseEvents(input.enabled_events);
   const secret = generateWebhookSecret();
   const endpoint = inTransaction(ctx.db, () => {
-    liveStore(ctx, storeId);
+    getStore(ctx, storeId);
     if (ctx.repos.webhookEndpoints.listForStore(storeId).length >= MAX_ENDPOINTS_PER_STORE) {
       throw invalidField('url', `a store can have at most ${MAX_ENDPOINTS_PER_STORE} webhook endpoints`);
     }
@@ -81,7 +75,7 @@ export function createEndpoint(ctx: Context, storeId: string, input: EndpointInp
 }
 
 export function listEndpoints(ctx: Context, storeId: string): EndpointRecord[] {
-  liveStore(ctx, storeId);
+  getStore(ctx, storeId);
   return ctx.repos.webhookEndpoints.listForStore(storeId);
 }
 
@@ -165,7 +159,7 @@ export function rotateEndpointSecret(ctx: Context, storeId: string, id: string):
 
 export function rotateCallbackSecret(ctx: Context, storeId: string): { secret: string; previousExpiresAt: number | null } {
   return inTransaction(ctx.db, () => {
-    liveStore(ctx, storeId);
+    getStore(ctx, storeId);
     const current = ctx.repos.webhookEndpoints.getCallbackSecrets(storeId);
     const secret = generateWebhookSecret();
     const sealed = current ? rotated(ctx, current) : { secret, sealed: { secret: ctx.secrets.seal(secret), previous: null, previousExpiresAt: null } };
@@ -237,7 +231,7 @@ function syntheticInvoice(ctx: Context, storeId: string, livemode: boolean, now:
 /** Queues a webhook.test delivery to one endpoint; returns its id. The worker sends it. */
 export function queueTestDelivery(ctx: Context, storeId: string, endpointId: string): string {
   return inTransaction(ctx.db, () => {
-    const store = liveStore(ctx, storeId);
+    const store = getStore(ctx, storeId);
     const e = getEndpoint(ctx, storeId, endpointId);
     // Nothing is sent to a disabled endpoint: a test delivery would only be set aside.
     if (!e.enabled) throw invalidField('wid', `webhook endpoint ${e.id} is disabled; enable it to test it`);

@@ -189,6 +189,17 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     assert.equal((db.prepare('SELECT COUNT(*) n FROM api_keys').get() as any).n, 0, 'no key was minted for the archived store');
   });
 
+  test('an archived store\'s webhooks are managed as before: its invoices\' events are still delivered', async (t) => {
+    const dataDir = tempDir(t);
+    const store = await tillJson(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir });
+    const before = await tillJson(['webhooks', 'add', '--store', store.id, '--url', 'https://shop.example/a'], { dataDir });
+    await tillJson(['store', 'archive', store.id], { dataDir });
+    const added = await tillJson(['webhooks', 'add', '--store', store.id, '--url', 'https://shop.example/b'], { dataDir });
+    assert.deepEqual((await tillJson(['webhooks', 'list', '--store', store.id], { dataDir })).map((e: any) => e.id), [before.id, added.id]);
+    assert.match((await tillJson(['webhooks', 'rotate', '--store', store.id, '--callback'], { dataDir })).secret, /^whsec_/);
+    assert.match((await tillJson(['webhooks', 'rotate', '--store', store.id, '--endpoint', before.id], { dataDir })).secret, /^whsec_/);
+  });
+
   test('keys mint prints the key once; only a hash and the last 4 are stored; revoke', async (t) => {
     const dataDir = tempDir(t);
     const store = await tillJson(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir });

@@ -47,10 +47,12 @@ describe('a lost secret.key (real CLI processes)', () => {
     assert.equal(existsSync(join(dataDir, SECRET_KEY_FILE)), false, 'no command made a key that would open none of the secrets');
   });
 
-  test('rotate --unreadable makes a new key and a new secret for the endpoint and the callback, which the till then signs with', async (t) => {
+  test('rotate --unreadable makes a new key and a new secret for the endpoint and the callback, which the till then signs with (an archived store\'s too: its events are still delivered)', async (t) => {
     const dataDir = tempDir(t);
     const { storeId, endpointId } = await storeWithEndpoint(dataDir);
+    await tillJson(['store', 'archive', storeId], { dataDir });
     rmSync(join(dataDir, SECRET_KEY_FILE));
+    assert.match((await runTill(['--port', '0', 'serve'], { dataDir })).stderr, MISSING);
     const out = await tillJson(['webhooks', 'rotate', '--unreadable'], { dataDir });
     assert.equal(out.made_key, true);
     assert.deepEqual(out.rotated.map((r: any) => [r.store_id, r.endpoint_id, r.url]), [[storeId, null, null], [storeId, endpointId, RECEIVER]]);
