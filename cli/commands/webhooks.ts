@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { SECRET_KEY_FILE } from '../../src/auth/secret-box.ts';
+import { toIsoOrNull } from '../../src/clock.ts';
 import { endpointView } from '../../src/domain/webhook-views.ts';
 import { createEndpoint, deleteEndpoint, listEndpoints, rotateCallbackSecret, rotateEndpointSecret, rotateUnreadableSecrets, updateEndpoint } from '../../src/services/webhooks.ts';
 import { withContext } from '../context.ts';
@@ -41,8 +42,15 @@ export function webhooksCommand(): Command {
       }
       if (!o.store) this.error('give --store <id> with --endpoint <id> or --callback (or --unreadable alone)');
       if (Boolean(o.endpoint) === Boolean(o.callback)) this.error('give either --endpoint <id> or --callback');
-      const r = withContext(this, (ctx) => (o.callback ? rotateCallbackSecret(ctx, o.store) : rotateEndpointSecret(ctx, o.store, o.endpoint)));
-      emit(this.optsWithGlobals(), { secret: r.secret }, () => `new secret (shown once): ${r.secret}\nthe previous secret stays valid for 24 hours`);
+      const r = withContext(this, (ctx) => {
+        if (o.callback) return rotateCallbackSecret(ctx, o.store);
+        const { endpoint, secret } = rotateEndpointSecret(ctx, o.store, o.endpoint);
+        return { secret, previousExpiresAt: endpoint.secrets.previousExpiresAt };
+      });
+      const until = toIsoOrNull(r.previousExpiresAt);
+      emit(this.optsWithGlobals(), { secret: r.secret, previous_secret_expires_at: until }, () => `new secret (shown once): ${r.secret}\n` + (until
+        ? `the previous secret stays valid until ${until} (24 hours)`
+        : 'no previous secret stays valid (there was none, or this secret.key could not open it): give the new one to the receiving server now'));
     });
 
   for (const [name, enabled] of [['disable', false], ['enable', true]] as const) {

@@ -83,6 +83,19 @@ describe('a lost secret.key (real CLI processes)', () => {
     assert.equal(ctx.secrets.open(ctx.repos.webhookEndpoints.get(b.endpointId)!.secrets.secret), out.rotated[0].secret);
   });
 
+  test('a plain rotation says whether the previous secret stays valid: not when this key could not open it', async (t) => {
+    const dataDir = tempDir(t);
+    const { storeId, endpointId } = await storeWithEndpoint(dataDir);
+    const kept = await tillJson(['webhooks', 'rotate', '--store', storeId, '--endpoint', endpointId], { dataDir });
+    const hours = (Date.parse(kept.previous_secret_expires_at) - Date.now()) / 3_600_000;
+    assert.ok(hours > 23 && hours <= 24, `valid for 24 h more, not ${hours}`);
+    const ctx = openTill(t, dataDir);
+    ctx.db.prepare('UPDATE webhook_endpoints SET secret = ? WHERE id = ?').run(openSecretBox(tempDir(t)).seal('whsec_other'), endpointId);
+    const dropped = await runTill(['webhooks', 'rotate', '--store', storeId, '--endpoint', endpointId], { dataDir });
+    assert.match(dropped.stdout, /^new secret \(shown once\): whsec_\w+\nno previous secret stays valid \(there was none, or this secret\.key could not open it\)/);
+    assert.equal(ctx.repos.webhookEndpoints.get(endpointId)!.secrets.previous, null);
+  });
+
   test('--unreadable goes alone; the other forms still need --store', async (t) => {
     const dataDir = tempDir(t);
     const { storeId } = await storeWithEndpoint(dataDir);
