@@ -44,7 +44,7 @@ export function deliveriesCommand(): Command {
       if (id && o.store) this.error('--store goes with --all-dead; a delivery id names its delivery');
       const { replayed, left } = withContext(this, (ctx) => (id ? { replayed: [replayDelivery(ctx, id)], left: 0 } : replayAllDead(ctx, o.store)));
       const ds = replayed.map((d) => deliveryView(d));
-      emit(this.optsWithGlobals(), ds, () =>
+      emit(this.optsWithGlobals(), { replayed: ds, left_dead_letters: left }, () =>
         `replaying ${plural(ds.length, 'delivery', 'deliveries')}` +
           (left ? `; ${plural(left, 'dead letter', 'dead letters')} of a disabled or deleted endpoint left as ${left === 1 ? 'it is' : 'they are'} (enable the endpoint, then replay)` : ''));
     });
