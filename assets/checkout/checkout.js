@@ -10,6 +10,8 @@ const SATS_PER_BTC = 100_000_000;
 const POLL_MS = { pending: 5000, waiting: 30000 };
 /** A stream that passes on no message in this long is held back (a buffering proxy): the next transport. */
 const FIRST_MESSAGE_MS = 10000;
+/** The longest wait the server asks of EventSource before it reconnects (its `retry:` is 2-5 s). */
+const SSE_RETRY_MAX_MS = 5000;
 const WS_RETRIES = 3;
 
 /** The invoice id in the page's URL; a mistyped one that does not decode (%zz) as it is: the API finds no such invoice either. */
@@ -207,22 +209,27 @@ async function fetchSnapshot() {
 function viaEventSource(fallback) {
   const es = new EventSource(new URL(`${apiUrl.pathname}/events`, location.href));
   let delivered = false;
-  const watchdog = setTimeout(() => {
-    // A buffering proxy holds the stream back: try the next transport.
-    if (!delivered) stop(), fallback();
-  }, FIRST_MESSAGE_MS);
+  let watchdog = null;
+  // Each connection's first message is a snapshot. None in time (a buffering proxy holds the stream back),
+  // on the first connection or on a reconnect (the page would go quiet for good): the next transport.
+  const watch = (ms) => {
+    clearTimeout(watchdog);
+    watchdog = setTimeout(() => (stop(), fallback()), ms);
+  };
   const stop = () => {
     clearTimeout(watchdog);
     es.close();
   };
+  watch(FIRST_MESSAGE_MS);
   es.addEventListener('invoice', (e) => {
+    clearTimeout(watchdog);
     delivered = true;
     render(JSON.parse(e.data));
   });
   es.addEventListener('error', () => {
-    // CONNECTING: the browser reconnects by itself. CLOSED: it gave up,
+    // CONNECTING: the browser reconnects by itself, after the server's retry wait. CLOSED: it gave up,
     // on a 204 ("final") or on an error status such as a 503.
-    if (es.readyState !== EventSource.CLOSED) return;
+    if (es.readyState !== EventSource.CLOSED) return watch(SSE_RETRY_MAX_MS + FIRST_MESSAGE_MS);
     stop();
     if (!delivered || !isSettled(current)) fallback();
   });

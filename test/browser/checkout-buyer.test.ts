@@ -21,15 +21,17 @@ function contrastOnWhite(rgb: string): number {
 }
 
 /**
- * A proxy on loopback in front of Till that passes HTTP through but, on a
- * connection it upgraded to a WebSocket, holds back every frame the server
- * sends: what a proxy buffering the stream looks like to the page. The first
- * `passing` WebSockets pass their frames; `cutPassing` drops those connections.
+ * A proxy on loopback in front of Till that passes HTTP through but holds back
+ * the body of every stream of one kind (a WebSocket's frames after its 101, or
+ * an event stream after its head): what a proxy buffering the stream looks like
+ * to the page. The first `passing` such streams pass; `cutPassing` drops those
+ * connections, so the page reconnects into a stream that is held.
  */
-async function startFrameHoldingProxy(t: TestContext, target: string, passing = 0): Promise<{ url: string; cutPassing(): void }> {
+async function startStreamHoldingProxy(t: TestContext, target: string, kind: 'ws' | 'sse', passing = 0): Promise<{ url: string; cutPassing(): void }> {
   const { hostname, port } = new URL(target);
   const sockets = new Set<Socket>();
   const passed: Socket[] = [];
+  const isStreamHead = (head: string) => (kind === 'ws' ? head.startsWith('HTTP/1.1 101') : head.startsWith('HTTP/1.1 200') && /content-type: text\/event-stream/i.test(head));
   const server = createServer((client) => {
     const upstream = connect(Number(port), hostname);
     for (const s of [client, upstream]) {
@@ -38,15 +40,19 @@ async function startFrameHoldingProxy(t: TestContext, target: string, passing = 
       s.on('close', () => (client.destroy(), upstream.destroy()));
     }
     client.pipe(upstream);
-    let upgraded: boolean | null = null;
+    // Once a connection carries a stream, all it carries after is that stream.
+    let holding = false;
     upstream.on('data', (chunk: Buffer) => {
-      if (upgraded === null) {
-        upgraded = chunk.toString('latin1').startsWith('HTTP/1.1 101');
-        if (upgraded && passed.length < passing) passed.push(client);
+      if (holding) return;
+      const end = chunk.indexOf('\r\n\r\n');
+      if (!passed.includes(client) && end >= 0 && isStreamHead(chunk.subarray(0, end).toString('latin1'))) {
+        if (passed.length < passing) passed.push(client);
+        else {
+          holding = true;
+          return void client.write(chunk.subarray(0, end + 4));
+        }
       }
-      if (!upgraded || passed.includes(client)) return void client.write(chunk);
-      const head = chunk.indexOf('\r\n\r\n');
-      if (head >= 0 && client.bytesWritten === 0) client.write(chunk.subarray(0, head + 4));
+      client.write(chunk);
     });
   });
   const url = await listenOnLoopback(server);
@@ -149,7 +155,7 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     const till = await startTestTill(t);
     const store = setupStore(till);
     const inv = await createInvoice(till, store);
-    const proxied = await startFrameHoldingProxy(t, till.url);
+    const proxied = await startStreamHoldingProxy(t, till.url, 'ws');
     const { page } = await openCheckout(t, { ...till, url: proxied.url }, inv.id);
     await expectStatus(page, 'Waiting for payment');
     await page.waitForFunction(() => document.querySelector('main')?.dataset.transport === 'sse', null, { timeout: 15_000 });
@@ -161,13 +167,28 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     const till = await startTestTill(t);
     const store = setupStore(till);
     const inv = await createInvoice(till, store);
-    const proxied = await startFrameHoldingProxy(t, till.url, 1);
+    const proxied = await startStreamHoldingProxy(t, till.url, 'ws', 1);
     const { page } = await openCheckout(t, { ...till, url: proxied.url }, inv.id);
     await receivePayment(till, inv.id, 1_000);
     await expectStatus(page, 'Partly paid'); // over the WebSocket
     assert.equal(await page.evaluate(() => document.querySelector('main')?.dataset.transport), 'ws');
     proxied.cutPassing(); // the page reconnects after 2 s, to a proxy that holds the frames
     await page.waitForFunction(() => document.querySelector('main')?.dataset.transport === 'sse', null, { timeout: 20_000 });
+    await simulate(till, store, inv.id, 'paid');
+    await expectStatus(page, 'Paid');
+  });
+
+  test('an event stream that worked, reconnected through a proxy that now passes nothing on, hands over to the WebSocket', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store);
+    const proxied = await startStreamHoldingProxy(t, till.url, 'sse', 1);
+    const { page } = await openCheckout(t, { ...till, url: proxied.url }, inv.id, '?transport=sse');
+    await receivePayment(till, inv.id, 1_000);
+    await expectStatus(page, 'Partly paid'); // over SSE
+    assert.equal(await page.evaluate(() => document.querySelector('main')?.dataset.transport), 'sse');
+    proxied.cutPassing(); // EventSource reconnects after the server's 2-5 s, to a proxy that holds the stream
+    await page.waitForFunction(() => document.querySelector('main')?.dataset.transport === 'ws', null, { timeout: 30_000 });
     await simulate(till, store, inv.id, 'paid');
     await expectStatus(page, 'Paid');
   });
