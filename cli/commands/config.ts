@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { existsSync } from 'node:fs';
 import { describeConfig } from '../../src/config.ts';
 import { configFrom } from '../context.ts';
 import { emit, table } from '../output.ts';
@@ -6,7 +7,10 @@ import { emit, table } from '../output.ts';
 export function configCommand(): Command {
   const cmd = new Command('config').description('inspect the effective configuration');
   cmd.command('show').description('print the effective settings (secrets masked)').action(function (this: Command) {
-    const shown = describeConfig(configFrom(this));
+    const config = configFrom(this);
+    const shown = describeConfig(config);
+    // Likely a mistyped --data-dir or TILL_DATA_DIR: what is shown then comes from no settings file of a till.
+    if (!existsSync(config.dataDir)) process.stderr.write(`till: note: ${config.dataDir} does not exist (yet): no till's settings file was read there; check --data-dir or TILL_DATA_DIR\n`);
     emit(this.optsWithGlobals(), shown, () => table(Object.entries(shown).map(([k, v]) => [k, String(v)])));
   });
   return cmd;

@@ -312,6 +312,11 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     const dataDir = tempDir(t);
     const shown = await tillJson(['config', 'show'], { dataDir, env: { TILL_RPC_PASSWORD: 'hunter2hunter2' } });
     assert.equal(shown['bitcoind.rpc_password'], '********');
+    assert.equal((await runTill(['config', 'show'], { dataDir })).stderr, '', 'an existing data dir: no note');
+    const typo = await runTill(['config', 'show'], { dataDir: `${dataDir}-typo` });
+    assert.equal(typo.code, 0);
+    assert.equal(typo.stderr, `till: note: ${dataDir}-typo does not exist (yet): no till's settings file was read there; check --data-dir or TILL_DATA_DIR\n`);
+    assert.match(typo.stdout, /^data_dir\s+.*-typo$/m);
     const help = await runTill(['--help']);
     assert.equal(help.code, 0);
     for (const cmd of ['init', 'serve', 'store', 'xpub', 'keys', 'webhooks', 'deliveries', 'backup', 'config']) assert.match(help.stdout, new RegExp(`\\n\\s+${cmd}\\b`));
