@@ -1,4 +1,5 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readdirSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { makeDirs } from './make-dirs.ts';
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
@@ -65,7 +66,7 @@ function extract(name: Extractable): string {
   const dir = cacheDir();
   const target = join(dir, entry.file);
   if (statSync(target, { throwIfNoEntry: false })?.size === entry.size) return target;
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  makeDirs(dir, 0o700);
   const temp = `${target}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`;
   const fd = openSync(temp, 'wx', 0o700);
   try {

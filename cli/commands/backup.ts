@@ -1,11 +1,12 @@
 import { Command } from 'commander';
-import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, mkdtempSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { SECRET_KEY_FILE } from '../../src/auth/secret-box.ts';
 import { systemClock } from '../../src/clock.ts';
 import { CONFIG_FILES, ConfigError } from '../../src/config.ts';
 import { assertDatabaseExists, databasePath } from '../../src/db/connection.ts';
+import { makeDirs } from '../../src/make-dirs.ts';
 import { dropServerLease } from '../../src/services/server-lease.ts';
 import { configFrom } from '../context.ts';
 import { emit } from '../output.ts';
@@ -23,7 +24,11 @@ function stamp(ms: number): string {
  */
 function makePartialFolder(out: string, now: number): string {
   if (existsSync(out) && !statSync(out).isDirectory()) throw new ConfigError(`--out ${out} is a file, not a folder: give the folder to put the backup in`);
-  mkdirSync(out, { recursive: true });
+  try {
+    makeDirs(out);
+  } catch (err) {
+    throw new ConfigError(`cannot create --out ${out} (${(err as NodeJS.ErrnoException).code}): give a folder this user can write in`);
+  }
   return mkdtempSync(resolve(out, `.till-backup-${stamp(now)}-`));
 }
 

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
-import { closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, statSync } from 'node:fs';
+import { makeDirs } from '../make-dirs.ts';
 import { join } from 'node:path';
 import { migrate, schemaVersion } from './migrate.ts';
 
@@ -39,7 +40,7 @@ export function databasePath(dataDir: string): string {
 /** Creates the data directory (private to its user) if it is not there. */
 export function makeDataDir(dataDir: string): void {
   try {
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    makeDirs(dataDir, 0o700);
   } catch (err) {
     // A read-only or someone else's folder (serve --demo makes ./data where it starts).
     throw new NoDatabaseError(`cannot create the data directory ${dataDir} (${(err as NodeJS.ErrnoException).code}): choose another with --data-dir (or TILL_DATA_DIR)`);

@@ -115,6 +115,10 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
       assert.equal(r.code, 1, args[0]);
       assert.match(r.stderr, /cannot create the data directory .*a-file\/data \(ENOTDIR\): choose another with --data-dir \(or TILL_DATA_DIR\)/, args[0]);
     }
+    // Under /proc, Node's own recursive mkdir spins for ever (runTill would kill it: code null).
+    const proc = await runTill(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir: '/proc/till-test/data' });
+    assert.equal(proc.code, 1);
+    assert.equal(proc.stderr, 'till: cannot create the data directory /proc/till-test/data (ENOENT): choose another with --data-dir (or TILL_DATA_DIR)\n');
   });
 
   test('xpub add: formats, first addresses, one active key per store and env, refusals', async (t) => {
@@ -459,6 +463,10 @@ describe('till backup', () => {
     assert.equal(r.code, 1);
     assert.equal(r.stderr, `till: --out ${file} is a file, not a folder: give the folder to put the backup in\n`);
     assert.equal(readFileSync(file, 'utf8'), 'mine');
+    // Where no folder can be made (Node's own recursive mkdir spins for ever under /proc): one clear line.
+    const proc = await runTill(['backup', '--out', '/proc/till-backup-test/x'], { dataDir });
+    assert.equal(proc.code, 1);
+    assert.equal(proc.stderr, 'till: cannot create --out /proc/till-backup-test/x (ENOENT): give a folder this user can write in\n');
   });
 
   test('two backups in one second each get their folder; one of a data dir without secret.key says what that means', async (t) => {
