@@ -34,7 +34,7 @@ export function wsSink(peer: Peer): StreamSink {
   return {
     send(snapshot) {
       peer.send(messageOf(snapshot));
-      if (peer.bufferedAmount > MAX_BUFFERED_BYTES) peer.terminate();
+      dropIfStuck(peer);
     },
     heartbeat() {},
     end(why) {
@@ -42,4 +42,13 @@ export function wsSink(peer: Peer): StreamSink {
       peer.close(code, reason);
     },
   };
+}
+
+/**
+ * Drops a client that reads nothing while what it is owed piles up: Till's
+ * messages, or the pong ws sends for each of its pings (a client may ping as
+ * fast as it can write, and crossws counts its pings as signs of life).
+ */
+export function dropIfStuck(peer: Peer): void {
+  if (peer.bufferedAmount > MAX_BUFFERED_BYTES) peer.terminate();
 }

@@ -9,7 +9,7 @@ import { defineRoute, routeParam } from '../internal/route.ts';
 import { SnapshotCache } from '../internal/snapshot-cache.ts';
 import { parseLastEventId, SSE_HEADERS, SseBody } from '../internal/sse.ts';
 import { getRequestId } from '../middleware/request-context.ts';
-import { WS_CLOSE, wsSink } from '../internal/ws-sink.ts';
+import { dropIfStuck, WS_CLOSE, wsSink } from '../internal/ws-sink.ts';
 import { PUBLIC_CORS_HEADERS, publicCors } from '../middleware/cors.ts';
 import { registerCheckoutPage } from './checkout-page.ts';
 
@@ -133,6 +133,7 @@ export function registerCheckoutRoutes(app: H3, rt: Runtime, direct: DirectGets)
           peer.close(WS_CLOSE.internalError.code, WS_CLOSE.internalError.reason);
         }
       },
+      ping: dropIfStuck,
       close() {
         gone = true;
         stream?.close();

@@ -494,8 +494,35 @@ describe('WebSocket /pay/invoices/:id/stream', () => {
     await new Promise((r) => setTimeout(r, 500));
     assert.equal(answeringClosed, false, 'a peer that answers pings stays connected');
   });
+
+  test('a client that pings as fast as it can and reads nothing is dropped once 1 MiB of pongs waits for it', async (t) => {
+    const till = await startTestTill(t);
+    const inv = await createInvoice(till, setupStore(till));
+    const socket: Socket = connect(Number(new URL(till.url).port), '127.0.0.1');
+    t.after(() => socket.destroy());
+    socket.on('error', () => {});
+    socket.write(
+      `GET /pay/invoices/${inv.id}/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+        'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+    );
+    const head = await new Promise<string>((resolve) => socket.once('data', (d) => resolve(String(d))));
+    assert.match(head, /^HTTP\/1\.1 101/);
+    socket.pause(); // from here on nothing is read: ws's pongs pile up on the server
+    const burst = Buffer.concat(Array.from({ length: 8192 }, maskedPing)); // ~1 MiB of pings
+    // Bounded: 128 MiB of pings, far past the point where the server must drop the client (a write then fails).
+    let sent = 0;
+    while (sent < 128 && !(await new Promise<Error | null | undefined>((resolve) => socket.write(burst, resolve)))) sent++;
+    assert.ok(sent < 64, `still connected after ${sent} MiB of pings: the server holds their pongs`);
+    assert.equal((await call(till, 'GET', `/pay/invoices/${inv.id}`)).status, 200, 'the server goes on');
+  });
 });
 
+/** One masked client ping frame with a 125-byte payload (the most a control frame carries). */
+function maskedPing(): Buffer {
+  const mask = Buffer.from([1, 2, 3, 4]);
+  const payload = Buffer.alloc(125, 0x61).map((b, i) => b ^ mask[i % 4]!);
+  return Buffer.concat([Buffer.from([0x89, 0x80 | 125]), mask, payload]);
+}
 /** A bare WebSocket client over TCP that never answers pings: sees frames as sent. */
 async function rawWebSocket(t: TestContext, port: number, path: string) {
   const socket: Socket = connect(port, '127.0.0.1');
