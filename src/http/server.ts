@@ -38,6 +38,9 @@ export interface ListenOptions {
  */
 export const WS_MAX_PAYLOAD_BYTES = 4096;
 
+/** Answers one connection may owe at once (pipelined requests read, not yet answered in full); one more closes it. */
+export const MAX_OWED_ANSWERS = 32;
+
 /** Serves the app on a real socket (crossws's serve also upgrades WebSockets). */
 export async function listen(app: H3, host: string, port: number, opts: ListenOptions = {}): Promise<HttpServer> {
   const websocket: WSOptions = {
@@ -112,6 +115,9 @@ function takeRequests(app: H3, node: ReturnType<typeof serve>['node']): { respon
     if (!open) responses.set(req.socket, (open = new Set()));
     open.add(res);
     unfinished.add(res);
+    // A client that pipelines requests without reading the answers would have them pile up here (each is
+    // answered once read): none that browsers or proxies send owes this many on one connection.
+    if (open.size > MAX_OWED_ANSWERS) return void req.socket.destroy();
     if (closing) res.shouldKeepAlive = false;
     res.once('close', () => {
       open.delete(res);

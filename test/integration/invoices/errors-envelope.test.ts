@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { describe, test } from 'node:test';
+import { MAX_OWED_ANSWERS } from '../../../src/http/server.ts';
 import { capturedLogger } from '../../helpers/captured-log.ts';
 import { call, setupStore, startTestTill, TRANSPORTS, type TestTill } from '../../helpers/till-server.ts';
 import { assertError, assertInvoice, assertRequestId, assertWritesNothing, postInvoice, useTill, type ApiResult } from './invoice-api.ts';
@@ -348,6 +349,16 @@ describe('bodies Node parses first, on a raw socket (socket)', () => {
     const first = head('Content-Length: 20\r\n') + '{"amount_sats":1000}';
     const text = await rawConversation(till().url, `${first}GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`);
     assert.deepEqual([...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1])), [201], 'no 400 the client would read as the creation\'s answer');
+  });
+
+  test(`pipelined requests: ${MAX_OWED_ANSWERS} owed on one connection are all answered; a client that sends many more without reading is cut off`, async () => {
+    const get = (close = false) => `GET /healthz HTTP/1.1\r\nHost: x\r\n${close ? 'Connection: close\r\n' : ''}\r\n`;
+    const statuses = (text: string) => [...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
+    const all = await rawConversation(till().url, get().repeat(MAX_OWED_ANSWERS - 1) + get(true));
+    assert.deepEqual(statuses(all), Array(MAX_OWED_ANSWERS).fill(200));
+    const flood = await rawConversation(till().url, get().repeat(200) + get(true));
+    assert.ok(statuses(flood).length < 201, `all ${statuses(flood).length} pipelined requests were answered: the server would owe any number`);
+    assert.equal((await call(till(), 'GET', '/healthz')).status, 200, 'the server goes on');
   });
 
   test('a keep-alive connection serves the next request after a 413', async () => {
