@@ -21,6 +21,8 @@ export function errorResponse(err: ApiError, requestId: string, headers: Record<
     headers: {
       ...headers,
       'content-type': 'application/json; charset=utf-8',
+      // An error says how things stood for one request (a 404 of an invoice being made, a 503): no cache keeps it.
+      'cache-control': 'no-store',
       'x-request-id': requestId,
       ...(typeof retryAfter === 'number' ? { 'retry-after': String(retryAfter) } : {}),
       // RFC 9110 15.5.2: a 401 names the scheme it wants.

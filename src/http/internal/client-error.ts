@@ -48,7 +48,7 @@ export function clientErrorListener(answering: (socket: Socket) => ServerRespons
       const requestId = randomUUID();
       const body = errorBody(e, requestId);
       socket.write(
-        `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status]}\r\nContent-Type: application/json; charset=utf-8\r\nX-Request-Id: ${requestId}\r\nAccess-Control-Allow-Origin: *\r\n` +
+        `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status]}\r\nContent-Type: application/json; charset=utf-8\r\nCache-Control: no-store\r\nX-Request-Id: ${requestId}\r\nAccess-Control-Allow-Origin: *\r\n` +
           `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
       );
       log?.({ requestId, method: '-', path: '-', status: e.status, started, keyId: undefined });

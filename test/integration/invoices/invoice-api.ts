@@ -33,6 +33,7 @@ export function assertError(res: ApiResult, status: number, code: string, param?
   assert.equal(typeof error.message, 'string');
   assert.ok(error.message.length > 0);
   assert.equal(error.request_id, assertRequestId(res));
+  assert.equal(res.headers.get('cache-control'), 'no-store', 'an error answer is kept by no cache');
   // A 503 says when to retry: its own wait, else the spec's first backoff step (7.3).
   if (status === 503) assert.equal(res.headers.get('retry-after'), String(error.retry_after_seconds ?? 1), 'Retry-After of a 503');
   if (param !== undefined) {
