@@ -23,16 +23,28 @@ const SNAPSHOT_CACHE = { ttlMs: 1000, max: 5000 };
 /**
  * A handshake the WebSocket server will carry out. h3 looks at the Upgrade
  * header alone: without this, a request lacking Connection: Upgrade or a
- * valid key got h3's bare 426 text (or ws's 400) and was logged as upgraded.
+ * valid key, a HEAD, or a malformed Sec-WebSocket-Protocol got h3's bare 426
+ * text (or ws's bare 400 or 405) and was logged as upgraded.
  */
 function isCompleteUpgrade(event: H3Event): boolean {
   const h = event.req.headers;
   return (
+    event.req.method === 'GET' &&
+    isProtocolList(h.get('sec-websocket-protocol')) &&
     h.get('upgrade')?.toLowerCase() === 'websocket' &&
     /(^|,)\s*upgrade\s*(,|$)/i.test(h.get('connection') ?? '') &&
     /^[+/0-9A-Za-z]{22}==$/.test(h.get('sec-websocket-key') ?? '') &&
     (h.get('sec-websocket-version') === '13' || h.get('sec-websocket-version') === '8')
   );
+}
+
+const PROTOCOL_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/** Absent, or the comma-separated distinct tokens ws accepts (else it answers a bare 400 of its own). */
+function isProtocolList(value: string | null): boolean {
+  if (value === null) return true;
+  const names = value.split(',').map((name) => name.trim());
+  return names.every((name) => PROTOCOL_TOKEN.test(name)) && new Set(names).size === names.length;
 }
 
 /** A GET on the WebSocket endpoint that is not a complete handshake: 426 in the usual error envelope. */

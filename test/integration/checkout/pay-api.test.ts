@@ -452,15 +452,19 @@ describe('WebSocket /pay/invoices/:id/stream', () => {
     const till = await startTestTill(t, { logger });
     const inv = await createInvoice(till, setupStore(till));
     const port = Number(new URL(till.url).port);
-    const partial: Array<Record<string, string>> = [
-      { upgrade: 'websocket' },
-      { ...WS_HEADERS, 'sec-websocket-key': 'short' },
-      { ...WS_HEADERS, 'sec-websocket-version': '12' },
+    const partial: Array<{ headers: Record<string, string>; method?: string }> = [
+      { headers: { upgrade: 'websocket' } },
+      { headers: { ...WS_HEADERS, 'sec-websocket-key': 'short' } },
+      { headers: { ...WS_HEADERS, 'sec-websocket-version': '12' } },
+      { headers: { ...WS_HEADERS, 'sec-websocket-protocol': 'chat,,chat' } },
+      { headers: { ...WS_HEADERS, 'sec-websocket-protocol': 'chat, chat' } },
+      { headers: WS_HEADERS, method: 'HEAD' },
     ];
-    for (const headers of partial) {
-      const { res, body } = await rawRequest(port, `/pay/invoices/${inv.id}/stream`, '127.0.0.1', headers);
+    for (const { headers, method } of partial) {
+      const { res, body } = await rawRequest(port, `/pay/invoices/${inv.id}/stream`, '127.0.0.1', headers, method);
       assert.equal(res.statusCode, 426, JSON.stringify(headers));
-      assert.equal(JSON.parse(body).error.code, 'upgrade_required');
+      assert.equal(res.headers['access-control-allow-origin'], '*');
+      if (method !== 'HEAD') assert.equal(JSON.parse(body).error.code, 'upgrade_required');
       // RFC 6455 4.2.2: the versions the server speaks, so a client can retry with one.
       assert.equal(res.headers['sec-websocket-version'], '13, 8');
       const requestId = String(res.headers['x-request-id']);
