@@ -38,6 +38,15 @@ export interface ListenOptions {
  */
 export const WS_MAX_PAYLOAD_BYTES = 4096;
 
+/**
+ * How long a closed WebSocket's connection waits for the client's close frame
+ * before it is cut. ws waits 30 s: a client that never answers (closed 4404 for
+ * an unknown invoice, say) could hold thousands of sockets without holding a stream.
+ */
+export const WS_CLOSE_TIMEOUT_MS = 5000;
+/** The ws bundled in crossws takes this option; the ws typings do not name it. */
+const WS_CLOSE_TIMEOUT = { closeTimeout: WS_CLOSE_TIMEOUT_MS } as object;
+
 /** Answers one connection may owe at once (pipelined requests read, not yet answered in full); one more closes it. */
 export const MAX_OWED_ANSWERS = 32;
 
@@ -46,7 +55,7 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
   const websocket: WSOptions = {
     resolve: (req) => resolveThroughApp(app, req),
     ...opts.websocket,
-    options: { ...opts.websocket?.options, node: { ...opts.websocket?.options?.node, serverOptions: { maxPayload: WS_MAX_PAYLOAD_BYTES, ...opts.websocket?.options?.node?.serverOptions } } },
+    options: { ...opts.websocket?.options, node: { ...opts.websocket?.options?.node, serverOptions: { maxPayload: WS_MAX_PAYLOAD_BYTES, ...WS_CLOSE_TIMEOUT, ...opts.websocket?.options?.node?.serverOptions } } },
   };
   const server = serve({
     fetch: app.fetch, hostname: host, port, silent: true, gracefulShutdown: false, websocket,

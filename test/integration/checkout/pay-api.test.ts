@@ -6,7 +6,7 @@ import { describe, test, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
 import { databasePath } from '../../../src/db/connection.ts';
 import { createApp } from '../../../src/http/app.ts';
-import { listen, WS_MAX_PAYLOAD_BYTES } from '../../../src/http/server.ts';
+import { listen, WS_CLOSE_TIMEOUT_MS, WS_MAX_PAYLOAD_BYTES } from '../../../src/http/server.ts';
 import { expireDueInvoices } from '../../../src/services/invoices.ts';
 import { updateStore } from '../../../src/services/stores.ts';
 import { capturedLogger } from '../../helpers/captured-log.ts';
@@ -497,6 +497,15 @@ describe('WebSocket /pay/invoices/:id/stream', () => {
     answering.closed.then(() => (answeringClosed = true));
     await new Promise((r) => setTimeout(r, 500));
     assert.equal(answeringClosed, false, 'a peer that answers pings stays connected');
+  });
+
+  test('a client that never answers the close frame (4404: unknown invoice) has its connection cut after the close timeout', async (t) => {
+    const till = await startTestTill(t);
+    const silent = await rawWebSocket(t, Number(new URL(till.url).port), '/pay/invoices/inv_00000000000000000000000000/stream');
+    const close = await silent.nextFrame(2000);
+    assert.equal(close.opcode, 0x8);
+    assert.equal(close.payload.readUInt16BE(0), 4404);
+    await within(WS_CLOSE_TIMEOUT_MS + 5000, 'the server to cut the connection', silent.closed);
   });
 
   test('a client that pings as fast as it can and reads nothing is dropped once 1 MiB of pongs waits for it', async (t) => {
