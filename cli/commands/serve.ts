@@ -15,6 +15,13 @@ export function serveCommand(): Command {
     .description('run Till: the HTTP API, checkout and background workers')
     .option('--demo', 'embedded default for trying Till: regtest, fixed USD rate, and on first start a test store with an API key, its settings written to till.toml')
     .action(async function (this: Command) {
+      // Taken before anything starts: a SIGTERM during the start (a supervisor, a test that saw
+      // "Till listening") waits for it, then stops cleanly, instead of ending Till by the default action.
+      let shutdown: (() => Promise<void>) | null = null;
+      let stopAsked = false;
+      const onSignal = () => (shutdown ? void shutdown() : (stopAsked = true));
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
       const config = configFrom(this, { demo: this.opts().demo });
       const rt = createRuntime(config, {
         onFatal: (message) => {
@@ -48,7 +55,7 @@ export function serveCommand(): Command {
         );
       }
       let stopping = false;
-      const shutdown = async () => {
+      shutdown = async () => {
         // Another signal during the grace changes nothing: the requests under way still get their answers.
         if (stopping) return;
         stopping = true;
@@ -63,7 +70,6 @@ export function serveCommand(): Command {
         }
         process.exit(0);
       };
-      process.on('SIGINT', shutdown);
-      process.on('SIGTERM', shutdown);
+      if (stopAsked) await shutdown();
     });
 }

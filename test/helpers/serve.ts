@@ -8,8 +8,8 @@ export interface Serving {
   pid: number;
   output: () => string;
   errors: () => string;
-  /** The exit code, once it exited. */
-  exited: Promise<number | null>;
+  /** The exit code once it exited, or the signal that ended it. */
+  exited: Promise<number | NodeJS.Signals | null>;
   stop: () => Promise<void>;
   crash: () => Promise<void>;
   signal: (signal: NodeJS.Signals) => void;
@@ -23,7 +23,7 @@ export function whenServing(child: ChildProcessByStdio<null, Readable, Readable>
   let out = '';
   let err = '';
   child.stderr.on('data', (d) => (err += d));
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  const exited = new Promise<number | NodeJS.Signals | null>((r) => child.once('exit', (code, signal) => r(code ?? signal)));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`serve did not start: ${out}`)), 20_000);
     child.stdout.on('data', (d) => {
@@ -40,6 +40,6 @@ export function whenServing(child: ChildProcessByStdio<null, Readable, Readable>
         resolve({ url, key, pid: child.pid!, output: () => out, errors: () => err, exited, stop: () => end('SIGTERM'), crash: () => end('SIGKILL'), signal: (sig) => child.kill(sig) });
       }
     });
-    child.once('exit', (code) => reject(new Error(`serve exited ${code}: ${out}${err}`)));
+    child.once('exit', (code, signal) => reject(new Error(`serve exited ${code ?? signal}: ${out}${err}`)));
   });
 }

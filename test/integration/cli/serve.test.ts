@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { connect, createServer, type AddressInfo } from 'node:net';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -156,6 +156,28 @@ test('SIGTERM while an admin command holds the write lock past the busy timeout:
   // Its lease could not be released, yet binds nobody: its process is gone.
   const next = await startServe(dataDir, { seeded: true });
   await next.stop();
+});
+
+test('SIGTERM while Till is still starting (its lease waits for an admin command\'s write lock): it finishes starting, then stops cleanly (exit 0)', async (t) => {
+  const dataDir = tempDir(t);
+  await (await startServe(dataDir)).stop();
+  const admin = new Database(databasePath(dataDir));
+  t.after(() => admin.open && admin.close());
+  admin.exec('BEGIN IMMEDIATE');
+  const child = spawn(process.execPath, [TILL, '--data-dir', dataDir, '--port', '0', 'serve', '--demo'], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', TILL_LOG_LEVEL: 'silent' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  t.after(() => child.kill('SIGKILL'));
+  const serving = whenServing(child, { seeded: true });
+  // Its database is open: it is starting, and its lease waits for the lock.
+  const opened = () => readdirSync(`/proc/${child.pid}/fd`).some((fd) => { try { return readlinkSync(`/proc/${child.pid}/fd/${fd}`) === databasePath(dataDir); } catch { return false; } });
+  await waitFor(opened, 'the starting till to open its database');
+  child.kill('SIGTERM');
+  await new Promise((r) => setTimeout(r, 300));
+  admin.exec('COMMIT');
+  const till = await serving;
+  assert.equal(await till.exited, 0, till.errors());
 });
 
 test('a serve whose lease was taken over while it was paused stops, naming the other; the other goes on', async (t) => {
