@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 
 /**
@@ -8,8 +8,9 @@ import { dirname, resolve } from 'node:path';
  * gets `mode`, as the recursive form gives it.
  */
 export function makeDirs(path: string, mode = 0o777): void {
+  const target = resolve(path);
   const missing: string[] = [];
-  for (let p = resolve(path); !existsSync(p); p = dirname(p)) {
+  for (let p = target; !existsSync(p); p = dirname(p)) {
     missing.unshift(p);
     if (dirname(p) === p) break;
   }
@@ -20,4 +21,6 @@ export function makeDirs(path: string, mode = 0o777): void {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
   }
+  // A file of that name (or one made there meanwhile) is no folder, as mkdir -p says too.
+  if (!statSync(target).isDirectory()) throw Object.assign(new Error(`ENOTDIR: not a directory, mkdir '${target}'`), { code: 'ENOTDIR' });
 }

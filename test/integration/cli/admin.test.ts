@@ -115,6 +115,8 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
       assert.equal(r.code, 1, args[0]);
       assert.match(r.stderr, /cannot create the data directory .*a-file\/data \(ENOTDIR\): choose another with --data-dir \(or TILL_DATA_DIR\)/, args[0]);
     }
+    const itself = await runTill(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir: blocker });
+    assert.equal(itself.stderr, `till: cannot create the data directory ${blocker} (ENOTDIR): choose another with --data-dir (or TILL_DATA_DIR)\n`, 'a file where the data dir should be');
     // Under /proc, Node's own recursive mkdir spins for ever (runTill would kill it: code null).
     const proc = await runTill(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir: '/proc/till-test/data' });
     assert.equal(proc.code, 1);
