@@ -226,6 +226,8 @@ function viaEventSource(fallback) {
     delivered = true;
     render(JSON.parse(e.data));
   });
+  // A reconnect that missed nothing gets this instead of a snapshot.
+  es.addEventListener('resumed', () => clearTimeout(watchdog));
   es.addEventListener('error', () => {
     // CONNECTING: the browser reconnects by itself, after the server's retry wait. CLOSED: it gave up,
     // on a 204 ("final") or on an error status such as a 503.

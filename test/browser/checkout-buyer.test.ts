@@ -25,12 +25,14 @@ function contrastOnWhite(rgb: string): number {
  * the body of every stream of one kind (a WebSocket's frames after its 101, or
  * an event stream after its head): what a proxy buffering the stream looks like
  * to the page. The first `passing` such streams pass; `cutPassing` drops those
- * connections, so the page reconnects into a stream that is held.
+ * connections, so the page reconnects into a stream that is held (or passes,
+ * while `passing` allows). `streams` counts the streams begun.
  */
-async function startStreamHoldingProxy(t: TestContext, target: string, kind: 'ws' | 'sse', passing = 0): Promise<{ url: string; cutPassing(): void }> {
+async function startStreamHoldingProxy(t: TestContext, target: string, kind: 'ws' | 'sse', passing = 0): Promise<{ url: string; cutPassing(): void; streams(): number }> {
   const { hostname, port } = new URL(target);
   const sockets = new Set<Socket>();
   const passed: Socket[] = [];
+  let seen = 0;
   const isStreamHead = (head: string) => (kind === 'ws' ? head.startsWith('HTTP/1.1 101') : head.startsWith('HTTP/1.1 200') && /content-type: text\/event-stream/i.test(head));
   const server = createServer((client) => {
     const upstream = connect(Number(port), hostname);
@@ -46,6 +48,7 @@ async function startStreamHoldingProxy(t: TestContext, target: string, kind: 'ws
       if (holding) return;
       const end = chunk.indexOf('\r\n\r\n');
       if (!passed.includes(client) && end >= 0 && isStreamHead(chunk.subarray(0, end).toString('latin1'))) {
+        seen++;
         if (passed.length < passing) passed.push(client);
         else {
           holding = true;
@@ -60,7 +63,7 @@ async function startStreamHoldingProxy(t: TestContext, target: string, kind: 'ws
     for (const s of sockets) s.destroy();
     server.close();
   });
-  return { url, cutPassing: () => passed.forEach((s) => s.destroy()) };
+  return { url, cutPassing: () => passed.forEach((s) => s.destroy()), streams: () => seen };
 }
 
 describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false }, () => {
@@ -189,6 +192,23 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     assert.equal(await page.evaluate(() => document.querySelector('main')?.dataset.transport), 'sse');
     proxied.cutPassing(); // EventSource reconnects after the server's 2-5 s, to a proxy that holds the stream
     await page.waitForFunction(() => document.querySelector('main')?.dataset.transport === 'ws', null, { timeout: 30_000 });
+    await simulate(till, store, inv.id, 'paid');
+    await expectStatus(page, 'Paid');
+  });
+
+  test('an event stream that reconnects with nothing missed stays on SSE (the server says it resumed)', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store);
+    const proxied = await startStreamHoldingProxy(t, till.url, 'sse', 2);
+    const { page } = await openCheckout(t, { ...till, url: proxied.url }, inv.id, '?transport=sse');
+    await expectStatus(page, 'Waiting for payment');
+    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1, 'the page to subscribe');
+    proxied.cutPassing(); // EventSource reconnects after 2-5 s, with the version it has: no snapshot to send
+    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1 && proxied.streams() === 2, 'the page to reconnect', 15_000);
+    // Past the reconnect watchdog (the server's retry, at most 5 s, plus 10 s): still SSE.
+    await new Promise((r) => setTimeout(r, 16_000));
+    assert.equal(await page.evaluate(() => document.querySelector('main')?.dataset.transport), 'sse');
     await simulate(till, store, inv.id, 'paid');
     await expectStatus(page, 'Paid');
   });

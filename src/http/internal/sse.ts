@@ -2,6 +2,8 @@ import type { Writable } from 'node:stream';
 import type { Snapshot, StreamSink } from './invoice-streams.ts';
 
 const HEARTBEAT = Buffer.from(': heartbeat\n\n');
+/** Told to a reconnected client that already has the current version: a page sees its stream works (comments are invisible to it). */
+const RESUMED = Buffer.from('event: resumed\ndata: {}\n\n');
 /** Bytes a client may leave unread before it is dropped as stuck (~64 snapshots). */
 const MAX_UNREAD_BYTES = 64 * 1024;
 /**
@@ -74,6 +76,11 @@ export class SseBody implements StreamSink {
 
   heartbeat(): void {
     this.#write(HEARTBEAT);
+  }
+
+  /** A resumed stream with nothing missed: a message the page can see, carrying no id (Last-Event-ID stays). */
+  resumed(): void {
+    this.#write(RESUMED);
   }
 
   end(): void {

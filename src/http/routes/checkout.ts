@@ -105,6 +105,7 @@ export function registerCheckoutRoutes(app: H3, rt: Runtime, direct: DirectGets)
       // Final, and the client already has that state: 204 tells an EventSource
       // to stop reconnecting (a 200 that ends at once would make it retry forever).
       if (stream.closed && !stream.sentSnapshot) return new Response(null, { status: 204 });
+      if (!stream.sentSnapshot) body.resumed();
       for (const [name, value] of Object.entries(SSE_HEADERS)) event.res.headers.set(name, value);
       // Returned as it is: srvx pipes it into the Node response (see SseBody).
       return body;

@@ -214,7 +214,7 @@ describe('SSE /pay/invoices/:id/events', () => {
     await within(2000, 'the stream to end after cancelled', reader.ended);
   });
 
-  test('Last-Event-ID: the current version sends nothing until a change; an older one gets the snapshot at once', async (t) => {
+  test('Last-Event-ID: the current version gets only a resumed event until a change; an older one gets the snapshot at once', async (t) => {
     const till = await startTestTill(t);
     const store = setupStore(till);
     const inv = await createInvoice(till, store);
@@ -227,6 +227,7 @@ describe('SSE /pay/invoices/:id/events', () => {
     const caughtUp = await behind.reader.nextJson();
     assert.deepEqual([caughtUp.id, caughtUp.data.amount_received_sats], ['2', 10_000]);
     assert.equal((await garbage.reader.nextJson()).id, '2');
+    assert.deepEqual(await current.reader.next(), { id: null, event: 'resumed', data: '{}' }, 'the page sees its stream works');
     assert.equal(await current.reader.quietFor(150), true, 'the up-to-date client gets no repeat');
 
     await simulate(till, store, inv.id, 'paid');
