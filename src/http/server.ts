@@ -122,11 +122,12 @@ function takeRequests(app: H3, node: ReturnType<typeof serve>['node']): { respon
   server.on('request', (req, res) => {
     let open = responses.get(req.socket);
     if (!open) responses.set(req.socket, (open = new Set()));
+    // A client that pipelines requests without reading the answers would have them pile up here (each is
+    // answered once read): none that browsers or proxies send owes this many on one connection. Refused
+    // before it is kept: the requests already read behind it still arrive here, and must leave nothing.
+    if (open.size >= MAX_OWED_ANSWERS) return void req.socket.destroy();
     open.add(res);
     unfinished.add(res);
-    // A client that pipelines requests without reading the answers would have them pile up here (each is
-    // answered once read): none that browsers or proxies send owes this many on one connection.
-    if (open.size > MAX_OWED_ANSWERS) return void req.socket.destroy();
     if (closing) res.shouldKeepAlive = false;
     res.once('close', () => {
       open.delete(res);

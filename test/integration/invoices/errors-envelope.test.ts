@@ -2,7 +2,9 @@
 // never a 500, and X-Request-Id on every response, success included. The
 // requests Node's HTTP parser sees first are sent byte for byte on a raw socket.
 import assert from 'node:assert/strict';
+import { ServerResponse } from 'node:http';
 import { connect } from 'node:net';
+import { queryObjects } from 'node:v8';
 import { describe, test } from 'node:test';
 import { MAX_OWED_ANSWERS } from '../../../src/http/server.ts';
 import { capturedLogger } from '../../helpers/captured-log.ts';
@@ -356,8 +358,13 @@ describe('bodies Node parses first, on a raw socket (socket)', () => {
     const statuses = (text: string) => [...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
     const all = await rawConversation(till().url, get().repeat(MAX_OWED_ANSWERS - 1) + get(true));
     assert.deepEqual(statuses(all), Array(MAX_OWED_ANSWERS).fill(200));
+    const live = () => queryObjects(ServerResponse, { format: 'count' }) as number;
+    const before = live();
     const flood = await rawConversation(till().url, get().repeat(200) + get(true));
     assert.ok(statuses(flood).length < 201, `all ${statuses(flood).length} pipelined requests were answered: the server would owe any number`);
+    // The cut connection's refused requests leave nothing behind (a full GC runs before the count).
+    await new Promise((r) => setImmediate(r));
+    assert.ok(live() - before < MAX_OWED_ANSWERS, `${live() - before} responses still held after the connection was cut`);
     assert.equal((await call(till(), 'GET', '/healthz')).status, 200, 'the server goes on');
   });
 
