@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { existsSync, linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, lstatSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 // Webhook signing secrets must be usable (HMAC needs the secret itself), so
@@ -29,9 +29,13 @@ export interface SecretBoxOptions {
   sealedSecrets?: () => number;
 }
 
+/** What to do about a secret.key that is there but unusable. */
+const UNUSABLE = 'restore it from your backup; if it is lost for good, move it aside and run till webhooks rotate --unreadable';
+
 function readOrMakeKey(dataDir: string, opts: SecretBoxOptions): Buffer {
   const path = join(dataDir, SECRET_KEY_FILE);
-  if (!existsSync(path)) {
+  // lstat: a link to nowhere is a key file that cannot be read, not a missing one to make.
+  if (!lstatSync(path, { throwIfNoEntry: false })) {
     const sealed = opts.sealedSecrets?.() ?? 0;
     if (sealed > 0) {
       throw new SecretKeyError(
@@ -53,8 +57,13 @@ function readOrMakeKey(dataDir: string, opts: SecretBoxOptions): Buffer {
       unlinkSync(tmp);
     }
   }
-  const hex = readFileSync(path, 'utf8').trim();
-  if (!/^[0-9a-f]{64}$/.test(hex)) throw new SecretKeyError(`${path} is not a Till secret key (64 hex characters); restore it from your backup`);
+  let hex: string;
+  try {
+    hex = readFileSync(path, 'utf8').trim();
+  } catch (err) {
+    throw new SecretKeyError(`${path} cannot be read (${(err as NodeJS.ErrnoException).code}): ${UNUSABLE}`);
+  }
+  if (!/^[0-9a-f]{64}$/.test(hex)) throw new SecretKeyError(`${path} is not a Till secret key (64 hex characters): ${UNUSABLE}`);
   return Buffer.from(hex, 'hex');
 }
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { openSecretBox, SECRET_KEY_FILE, SecretKeyError } from '../../../src/auth/secret-box.ts';
@@ -31,9 +31,20 @@ describe('secret box (secret.key)', () => {
     assert.equal(existsSync(join(dir, SECRET_KEY_FILE)), false);
   });
 
-  test('a file that is not a key is refused as such', (t) => {
-    const dir = tempDir(t);
-    writeFileSync(join(dir, SECRET_KEY_FILE), 'not a key\n');
-    assert.throws(() => openSecretBox(dir).load(), (err: Error) => err instanceof SecretKeyError && /is not a Till secret key/.test(err.message));
+  test('a key file that is there but unusable is refused as such, with both ways out, and never replaced', (t) => {
+    const wayOut = 'restore it from your backup; if it is lost for good, move it aside and run till webhooks rotate --unreadable';
+    const cases: Array<[string, (path: string) => void, RegExp]> = [
+      ['not a key', (path) => writeFileSync(path, 'not a key\n'), /is not a Till secret key \(64 hex characters\): /],
+      ['empty', (path) => writeFileSync(path, ''), /is not a Till secret key \(64 hex characters\): /],
+      ['a folder', (path) => mkdirSync(path), /cannot be read \(EISDIR\): /],
+      ['a link to nowhere', (path) => symlinkSync(join(path, '..', 'gone'), path), /cannot be read \(ENOENT\): /],
+    ];
+    for (const [name, make, said] of cases) {
+      const dir = tempDir(t);
+      const path = join(dir, SECRET_KEY_FILE);
+      make(path);
+      assert.throws(() => openSecretBox(dir).load(), (err: Error) => err instanceof SecretKeyError && said.test(err.message) && err.message.endsWith(wayOut), name);
+      assert.throws(() => openSecretBox(dir).seal('whsec_a'), SecretKeyError, `${name}: no key is made in its place`);
+    }
   });
 });
