@@ -1,10 +1,10 @@
 import { closeSync, fsyncSync, openSync, readdirSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
-import { makeDirs } from './make-dirs.ts';
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { extname, isAbsolute, join, resolve } from 'node:path';
 import * as sea from 'node:sea';
+import { makeDirs } from './make-dirs.ts';
 
 // What the single executable (npm run build, scripts/build/) carries that a
 // checkout reads from node_modules and assets/: the native addons, the SQLite

@@ -17,7 +17,7 @@ export interface SecretBox {
   load(): void;
 }
 
-/** secret.key unusable: missing while sealed secrets need it, or not a key. Said as it is, never as an unexpected error. */
+/** secret.key unusable: missing while sealed secrets need it, unreadable, or not a key. Said as it is, never as an unexpected error. */
 export class SecretKeyError extends Error {}
 
 export interface SecretBoxOptions {

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { closeSync, existsSync, openSync, statSync } from 'node:fs';
-import { makeDirs } from '../make-dirs.ts';
 import { join } from 'node:path';
+import { makeDirs } from '../make-dirs.ts';
 import { migrate, schemaVersion } from './migrate.ts';
 
 export type Db = Database.Database;
