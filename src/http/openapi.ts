@@ -280,7 +280,7 @@ export const OPENAPI_DOCUMENT = {
     },
     '/pay/invoices/{id}/events': {
       get: {
-        summary: 'Server-Sent Events: `event: invoice` with the snapshot on connect and on every change',
+        summary: 'Server-Sent Events: `event: invoice` with the snapshot on connect and on every change (`event: resumed` instead on a reconnect whose Last-Event-ID is current)',
         parameters: [invoiceId, { name: 'Last-Event-ID', in: 'header', schema: { type: 'string' }, description: 'the invoice version last received' }],
         responses: { '200': { description: 'text/event-stream' }, '204': { description: 'the invoice is final and the client already has that state: stop reconnecting' }, ...errors('not_found', 'stream_limit_reached') },
       },
