@@ -1,7 +1,4 @@
 import { Command } from 'commander';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { SECRET_KEY_FILE } from '../../src/auth/secret-box.ts';
 import { toIsoOrNull } from '../../src/clock.ts';
 import { endpointView } from '../../src/domain/webhook-views.ts';
 import { createEndpoint, deleteEndpoint, listEndpoints, rotateCallbackSecret, rotateEndpointSecret, rotateUnreadableSecrets, updateEndpoint } from '../../src/services/webhooks.ts';
@@ -72,10 +69,8 @@ export function webhooksCommand(): Command {
 /** The way out of a lost secret.key: a new key if it is missing, and a new secret for each one it cannot open. */
 function rotateUnreadable(cmd: Command): void {
   const { madeKey, rotated } = withContext(cmd, (ctx) => {
-    const hadKey = existsSync(join(ctx.config.dataDir, SECRET_KEY_FILE));
-    const rotated = rotateUnreadableSecrets(ctx);
-    ctx.secrets.load();
-    return { madeKey: !hadKey, rotated };
+    const madeKey = ctx.secrets.load();
+    return { madeKey, rotated: rotateUnreadableSecrets(ctx) };
   }, { replaceLostSecretKey: true });
   const json = { made_key: madeKey, rotated: rotated.map((r) => ({ store_id: r.storeId, endpoint_id: r.endpointId, url: r.url, secret: r.secret })) };
   emit(cmd.optsWithGlobals(), json, () => [

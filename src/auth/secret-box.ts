@@ -13,8 +13,11 @@ const VERSION = 'v1';
 export interface SecretBox {
   seal(plain: string): string;
   open(sealed: string): string;
-  /** Reads (or makes) the key now, so a till that will sign finds a lost key at start, not at its first delivery. */
-  load(): void;
+  /**
+   * Reads (or makes) the key now, so a till that will sign finds a lost key at
+   * start, not at its first delivery. True when this box made it.
+   */
+  load(): boolean;
 }
 
 /** secret.key unusable: missing while sealed secrets need it, unreadable, or not a key. Said as it is, never as an unexpected error. */
@@ -32,8 +35,9 @@ export interface SecretBoxOptions {
 /** What to do about a secret.key that is there but unusable. */
 const UNUSABLE = 'restore it from your backup; if it is lost for good, move it aside and run till webhooks rotate --unreadable';
 
-function readOrMakeKey(dataDir: string, opts: SecretBoxOptions): Buffer {
+function readOrMakeKey(dataDir: string, opts: SecretBoxOptions): { key: Buffer; made: boolean } {
   const path = join(dataDir, SECRET_KEY_FILE);
+  let made = false;
   // lstat: a link to nowhere is a key file that cannot be read, not a missing one to make.
   if (!lstatSync(path, { throwIfNoEntry: false })) {
     const sealed = opts.sealedSecrets?.() ?? 0;
@@ -51,6 +55,7 @@ function readOrMakeKey(dataDir: string, opts: SecretBoxOptions): Buffer {
     writeFileSync(tmp, randomBytes(32).toString('hex') + '\n', { mode: 0o600 });
     try {
       linkSync(tmp, path);
+      made = true;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     } finally {
@@ -64,7 +69,7 @@ function readOrMakeKey(dataDir: string, opts: SecretBoxOptions): Buffer {
     throw new SecretKeyError(`${path} cannot be read (${(err as NodeJS.ErrnoException).code}): ${UNUSABLE}`);
   }
   if (!/^[0-9a-f]{64}$/.test(hex)) throw new SecretKeyError(`${path} is not a Till secret key (64 hex characters): ${UNUSABLE}`);
-  return Buffer.from(hex, 'hex');
+  return { key: Buffer.from(hex, 'hex'), made };
 }
 
 /**
@@ -72,8 +77,8 @@ function readOrMakeKey(dataDir: string, opts: SecretBoxOptions): Buffer {
  * backup, a store list) neither need secret.key nor make one.
  */
 export function openSecretBox(dataDir: string, opts: SecretBoxOptions = {}): SecretBox {
-  let loaded: Buffer | null = null;
-  const key = () => (loaded ??= readOrMakeKey(dataDir, opts));
+  let loaded: { key: Buffer; made: boolean } | null = null;
+  const key = () => (loaded ??= readOrMakeKey(dataDir, opts)).key;
   return {
     seal(plain) {
       const iv = randomBytes(12);
@@ -91,6 +96,7 @@ export function openSecretBox(dataDir: string, opts: SecretBoxOptions = {}): Sec
     },
     load() {
       key();
+      return loaded!.made;
     },
   };
 }

@@ -17,6 +17,8 @@ describe('secret box (secret.key)', () => {
     const sealed = openSecretBox(dir, { sealedSecrets: () => 0 }).seal('whsec_a');
     assert.match(readFileSync(join(dir, SECRET_KEY_FILE), 'utf8'), /^[0-9a-f]{64}\n$/);
     assert.equal(openSecretBox(dir).open(sealed), 'whsec_a');
+    assert.equal(openSecretBox(dir).load(), false, 'a box that found the key says it made none');
+    assert.equal(openSecretBox(tempDir(t)).load(), true, 'a box that made one says so');
     assert.throws(() => openSecretBox(tempDir(t)).open(sealed), 'another key cannot open it');
   });
 
