@@ -1,7 +1,7 @@
 import { ApiError, invalidField } from '../domain/errors.ts';
 import { STORE_LIMITS, STORE_MODES, type Store, type StoreSettings } from '../domain/store.ts';
 import { newId } from '../ids.ts';
-import { generateWebhookSecret } from '../webhooks/secrets.ts';
+import { sealNewSecret } from '../webhooks/secrets.ts';
 import { forgetCallers } from './api-keys.ts';
 import { inTransaction } from '../db/connection.ts';
 import type { Context } from './context.ts';
@@ -52,10 +52,11 @@ export function createStore(ctx: Context, settings: StoreSettings & { name: stri
     createdAt: ctx.clock.now(),
     archivedAt: null,
   };
-  const callbackSecret = generateWebhookSecret();
-  inTransaction(ctx.db, () => {
+  const callbackSecret = inTransaction(ctx.db, () => {
     ctx.repos.stores.insert(store);
-    ctx.repos.webhookEndpoints.setCallbackSecrets(store.id, { secret: ctx.secrets.seal(callbackSecret), previous: null, previousExpiresAt: null });
+    const { secret, sealed } = sealNewSecret(ctx.secrets);
+    ctx.repos.webhookEndpoints.setCallbackSecrets(store.id, sealed);
+    return secret;
   });
   return { store, callbackSecret };
 }

@@ -11,7 +11,7 @@ import { invoiceView } from '../domain/invoice-view.ts';
 import { parseReceiverUrl } from '../domain/receiver-url.ts';
 import { newId } from '../ids.ts';
 import { plainlyPrivateHost } from '../webhooks/address-policy.ts';
-import { generateWebhookSecret, rotateWebhookSecret } from '../webhooks/secrets.ts';
+import { rotateWebhookSecret, sealNewSecret } from '../webhooks/secrets.ts';
 import type { Context } from './context.ts';
 import { getStore } from './stores.ts';
 
@@ -51,27 +51,26 @@ export function createEndpoint(ctx: Context, storeId: string, input: EndpointInp
   const url = receiverUrl(ctx, input.url);
   const description = parseDescription(input.description);
   const enabledEvents = input.enabled_events === undefined ? ['*'] : parseEvents(input.enabled_events);
-  const secret = generateWebhookSecret();
-  const endpoint = inTransaction(ctx.db, () => {
+  return inTransaction(ctx.db, () => {
     getStore(ctx, storeId);
     if (ctx.repos.webhookEndpoints.listForStore(storeId).length >= MAX_ENDPOINTS_PER_STORE) {
       throw invalidField('url', `a store can have at most ${MAX_ENDPOINTS_PER_STORE} webhook endpoints`);
     }
-    const e: EndpointRecord = {
+    const { secret, sealed } = sealNewSecret(ctx.secrets);
+    const endpoint: EndpointRecord = {
       id: newId('we', ctx.clock.now()),
       storeId,
       url,
       description,
       enabledEvents,
       enabled: true,
-      secrets: { secret: ctx.secrets.seal(secret), previous: null, previousExpiresAt: null },
+      secrets: sealed,
       createdAt: ctx.clock.now(),
       deletedAt: null,
     };
-    ctx.repos.webhookEndpoints.insert(e);
-    return e;
+    ctx.repos.webhookEndpoints.insert(endpoint);
+    return { endpoint, secret };
   });
-  return { endpoint, secret };
 }
 
 export function listEndpoints(ctx: Context, storeId: string): EndpointRecord[] {
@@ -161,8 +160,7 @@ export function rotateCallbackSecret(ctx: Context, storeId: string): { secret: s
   return inTransaction(ctx.db, () => {
     getStore(ctx, storeId);
     const current = ctx.repos.webhookEndpoints.getCallbackSecrets(storeId);
-    const secret = generateWebhookSecret();
-    const sealed = current ? rotated(ctx, current) : { secret, sealed: { secret: ctx.secrets.seal(secret), previous: null, previousExpiresAt: null } };
+    const sealed = current ? rotated(ctx, current) : sealNewSecret(ctx.secrets);
     ctx.repos.webhookEndpoints.setCallbackSecrets(storeId, sealed.sealed);
     return { secret: sealed.secret, previousExpiresAt: sealed.sealed.previousExpiresAt };
   });
@@ -190,8 +188,7 @@ export interface ReplacedSecret {
 export function rotateUnreadableSecrets(ctx: Context): ReplacedSecret[] {
   return inTransaction(ctx.db, () =>
     listUnreadableSecrets(ctx).map(({ storeId, endpointId, url }) => {
-      const secret = generateWebhookSecret();
-      const sealed = { secret: ctx.secrets.seal(secret), previous: null, previousExpiresAt: null };
+      const { secret, sealed } = sealNewSecret(ctx.secrets);
       if (endpointId === null) ctx.repos.webhookEndpoints.setCallbackSecrets(storeId, sealed);
       else ctx.repos.webhookEndpoints.update({ ...getEndpoint(ctx, storeId, endpointId), secrets: sealed });
       return { storeId, endpointId, url, secret };

@@ -1,5 +1,7 @@
 // Webhook signing secrets and the rotation rule (spec 6.3.5: after a rotation
 // the previous secret stays valid for 24 hours).
+import type { SecretBox } from '../auth/secret-box.ts';
+import type { SealedSecrets } from '../db/webhook-endpoints.ts';
 import { randomBase62 } from '../ids.ts';
 
 // 43 base62 characters carry 256 bits (43 * log2(62) = 256.03), as much as 32 random bytes.
@@ -14,6 +16,12 @@ export const PREVIOUS_SECRET_VALIDITY_MS = 24 * 60 * 60 * 1000;
  */
 export function generateWebhookSecret(): string {
   return WEBHOOK_SECRET_PREFIX + randomBase62(SECRET_CHARS);
+}
+
+/** A new secret, in clear (shown once) and sealed with no previous one: a new endpoint's or store's, or one replacing a secret that cannot be read. */
+export function sealNewSecret(box: SecretBox): { secret: string; sealed: SealedSecrets } {
+  const secret = generateWebhookSecret();
+  return { secret, sealed: { secret: box.seal(secret), previous: null, previousExpiresAt: null } };
 }
 
 export interface SecretState {
