@@ -6,6 +6,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { RequestLog } from './middleware/request-context.ts';
 import { clientErrorListener } from './internal/client-error.ts';
+import { closeSilentConnections, CONNECTION_DEADLINES, requestTimeoutOptions, type ConnectionDeadlines } from './internal/connection-deadlines.ts';
 import { directGetsOf } from './internal/direct-get.ts';
 
 export interface HttpServer {
@@ -30,6 +31,8 @@ export interface ListenOptions {
   websocket?: WSOptions;
   /** Logs the requests Node's parser refuses (the app logs the others). */
   log?: RequestLog;
+  /** How long a client has to send its request (CONNECTION_DEADLINES unless given). */
+  deadlines?: ConnectionDeadlines;
 }
 
 /**
@@ -57,11 +60,12 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
     ...opts.websocket,
     options: { ...opts.websocket?.options, node: { ...opts.websocket?.options?.node, serverOptions: { maxPayload: WS_MAX_PAYLOAD_BYTES, ...WS_CLOSE_TIMEOUT, ...opts.websocket?.options?.node?.serverOptions } } },
   };
+  const deadlines = opts.deadlines ?? CONNECTION_DEADLINES;
   const server = serve({
     fetch: app.fetch, hostname: host, port, silent: true, gracefulShutdown: false, websocket,
     // Only a WebSocket upgrade leaves the HTTP path: an h2c offer (curl --http2) is ignored, as RFC 9110 7.8
     // allows, and the request answered with its body. A missing Host is refused by the app, in the envelope.
-    node: { shouldUpgradeCallback: isWebSocketUpgrade, requireHostHeader: false },
+    node: { shouldUpgradeCallback: isWebSocketUpgrade, requireHostHeader: false, ...requestTimeoutOptions(deadlines) },
   });
   const { responses, beginClosing } = takeRequests(app, server.node);
   // An Expect other than 100-continue: served as if absent (RFC 9110 10.1.1 lets a server ignore it), not a bare 417.
@@ -69,6 +73,7 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
   // Responses begun, or owed to a request read in full: a parser error's answer may not go before them.
   const answering = (socket: Socket) => [...(responses.get(socket) ?? [])].filter((res) => !res.writableFinished && (res.headersSent || res.req.complete));
   server.node?.server?.on('clientError', clientErrorListener(answering, opts.log));
+  if (server.node?.server) closeSilentConnections(server.node.server, deadlines.headersMs);
   await server.ready();
   // Upgraded sockets leave the HTTP server's books: closing it neither ends
   // them nor finishes while they are open. Track them to drop them on close.

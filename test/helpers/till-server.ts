@@ -3,6 +3,7 @@ import type { H3 } from 'h3';
 import { ManualClock } from '../../src/clock.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createApp } from '../../src/http/app.ts';
+import type { ConnectionDeadlines } from '../../src/http/internal/connection-deadlines.ts';
 import { createRequestLog } from '../../src/http/middleware/request-context.ts';
 import { listen } from '../../src/http/server.ts';
 import { silentLogger } from '../../src/log.ts';
@@ -40,6 +41,8 @@ export interface TestTillOptions extends RuntimeOptions {
    * tests can make live invoices; the chain's tests run a real watcher.
    */
   chainWatched?: boolean;
+  /** How long a client has to send its request (listen()'s defaults unless given). */
+  deadlines?: ConnectionDeadlines;
 }
 
 export async function startTestTill(t: TestContext, opts: TestTillOptions = {}): Promise<TestTill> {
@@ -51,7 +54,7 @@ export async function startTestTill(t: TestContext, opts: TestTillOptions = {}):
   const rt = createRuntime(config, { logger: silentLogger, ...opts, clock });
   if (opts.chainWatched !== false) rt.ctx.chain.watched = true;
   const app = createApp(rt);
-  const server = await listen(app, '127.0.0.1', 0, { log: createRequestLog(rt.logger) });
+  const server = await listen(app, '127.0.0.1', 0, { log: createRequestLog(rt.logger), deadlines: opts.deadlines });
   rt.ctx.baseUrl = server.url;
   if (opts.startWorkers) rt.start();
   else if (opts.dbThread) rt.startDbThread();

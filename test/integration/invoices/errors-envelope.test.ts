@@ -8,6 +8,7 @@ import { queryObjects } from 'node:v8';
 import { describe, test } from 'node:test';
 import { MAX_OWED_ANSWERS } from '../../../src/http/server.ts';
 import { capturedLogger } from '../../helpers/captured-log.ts';
+import { rawConversation } from '../../helpers/raw-http.ts';
 import { call, setupStore, startTestTill, TRANSPORTS, type TestTill } from '../../helpers/till-server.ts';
 import { assertError, assertInvoice, assertRequestId, assertWritesNothing, postInvoice, useTill, type ApiResult } from './invoice-api.ts';
 
@@ -158,34 +159,6 @@ for (const transport of TRANSPORTS) {
   });
 }
 
-/**
- * Bytes written on one connection until the server closes it; `reply` may
- * write more as answers arrive (its text so far: null writes nothing).
- * Resolves with everything received.
- */
-function rawConversation(url: string, bytes: string, reply: (got: string) => string | null = () => null): Promise<string> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname);
-    let got = '';
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error(`timeout: ${got.slice(0, 300)}`));
-    }, 5000);
-    socket.on('data', (d) => {
-      got += d.toString('latin1');
-      const more = reply(got);
-      if (more !== null && !socket.destroyed) socket.write(more);
-    });
-    socket.on('error', () => {});
-    socket.on('close', () => {
-      clearTimeout(timer);
-      resolve(got);
-    });
-    socket.write(bytes);
-  });
-}
-
 /** One request written byte for byte; resolves with the first response, parsed. */
 function rawRequest(url: string, bytes: Buffer | string, timeoutMs = 5000): Promise<ApiResult> {
   const { hostname, port } = new URL(url);
@@ -324,6 +297,15 @@ describe('bodies Node parses first, on a raw socket (socket)', () => {
     const res = await rawRequest(till().url, `GET /pay/invoices/x HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Filler: ${'a'.repeat(20_000)}\r\n\r\n`);
     assertError(res, 400, 'validation_error');
     assert.equal(res.headers.get('access-control-allow-origin'), '*');
+  });
+
+  test('a creation whose body stalls: 400 "not received in time" once the request deadline passes, nothing written', async (t) => {
+    const own = await startTestTill(t, { deadlines: { headersMs: 300, requestMs: 600 } });
+    const ownKey = setupStore(own).key;
+    const stalled = `POST /v1/invoices HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${ownKey}\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n{"amount_sats":`;
+    const text = await assertWritesNothing(own, () => rawConversation(own.url, stalled));
+    assert.deepEqual([...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1])), [400]);
+    assert.match(text, /"code":"validation_error".*not received in time/);
   });
 
   test('a malformed chunk size -> 400 validation_error envelope', async () => {

@@ -1,0 +1,81 @@
+// listen()'s connection deadlines: a client has headersMs from connecting to
+// send its headers and requestMs for the whole request; answers may take as
+// long as they take. Short deadlines here; the defaults are in
+// src/http/internal/connection-deadlines.ts.
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+import { test, type TestContext } from 'node:test';
+import { H3 } from 'h3';
+import { listen } from '../../../src/http/server.ts';
+import { rawConversation } from '../../helpers/raw-http.ts';
+
+const DEADLINES = { headersMs: 300, requestMs: 600 };
+const CHUNKS = 8;
+
+async function start(t: TestContext): Promise<string> {
+  const app = new H3();
+  app.get('/hello', () => 'hi');
+  // The read fails when the deadline cuts the body: answered in the envelope by Node's listener, not here.
+  app.post('/echo', (event) => event.req.text().catch(() => ''));
+  // Answers for ~1.2 s, past both deadlines.
+  app.get('/stream', () => {
+    let sent = 0;
+    return new ReadableStream({
+      async pull(controller) {
+        await new Promise((r) => setTimeout(r, 150));
+        controller.enqueue(new TextEncoder().encode(`chunk${++sent};`));
+        if (sent === CHUNKS) controller.close();
+      },
+    });
+  });
+  const server = await listen(app, '127.0.0.1', 0, { deadlines: DEADLINES });
+  t.after(() => server.close());
+  return server.url;
+}
+
+const status = (text: string) => [...text.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map((m) => Number(m[1]));
+
+test('a connection that sends nothing is closed once the headers deadline passes (Node would keep it for ever)', async (t) => {
+  const url = await start(t);
+  assert.equal(await rawConversation(url, ''), '', 'closed without an answer: nothing was asked');
+});
+
+test('headers that stop half-way: the 400 envelope "not received in time", then the connection closes', async (t) => {
+  const url = await start(t);
+  const text = await rawConversation(url, 'GET /hello HTTP/1.1\r\nHost: x\r\n');
+  assert.deepEqual(status(text), [400]);
+  assert.match(text, /"code":"validation_error".*not received in time/);
+});
+
+test('a body that stops half-way: the same 400, then the connection closes', async (t) => {
+  const url = await start(t);
+  const text = await rawConversation(url, 'POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc');
+  assert.deepEqual(status(text), [400]);
+  assert.match(text, /not received in time/);
+});
+
+test('a connection opened early whose request comes later, within the deadline, is answered (a browser preconnects)', async (t) => {
+  const url = await start(t);
+  const { port } = new URL(url);
+  const socket = connect(Number(port), '127.0.0.1');
+  t.after(() => socket.destroy());
+  let got = '';
+  socket.on('data', (d) => (got += d.toString('latin1')));
+  const closed = new Promise((r) => socket.once('close', r));
+  await new Promise((r) => socket.once('connect', r));
+  await new Promise((r) => setTimeout(r, DEADLINES.headersMs / 2));
+  socket.write('GET /hello HTTP/1.1\r\n');
+  // The request's first byte is in: the silent-connection deadline passes without ending it.
+  await new Promise((r) => setTimeout(r, DEADLINES.headersMs * 0.6));
+  socket.write('Host: x\r\nConnection: close\r\n\r\n');
+  await closed;
+  assert.deepEqual(status(got), [200]);
+  assert.match(got, /\r\n\r\nhi$/);
+});
+
+test('an answer that streams for longer than both deadlines is not cut', async (t) => {
+  const url = await start(t);
+  const text = await rawConversation(url, 'GET /stream HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+  assert.deepEqual(status(text), [200]);
+  for (let i = 1; i <= CHUNKS; i++) assert.match(text, new RegExp(`chunk${i};`));
+});
