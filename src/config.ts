@@ -165,7 +165,7 @@ export const SETTINGS = [
   setting({ key: 'watchChain', file: 'bitcoind.enabled', env: 'TILL_BITCOIND', flag: 'bitcoind', description: 'watch the chain through bitcoind (false: test-mode only, e.g. the demo)', parse: boolean }),
   setting({ key: 'addressPoolSize', file: 'address_pool_size', env: 'TILL_ADDRESS_POOL_SIZE', flag: 'address-pool-size', description: 'addresses derived ahead per xpub', parse: integer(1, 1_000_000) }),
   setting({ key: 'allowPrivateCallbacks', file: 'webhooks.allow_private', env: 'TILL_ALLOW_PRIVATE_CALLBACKS', flag: 'allow-private-callbacks', description: 'allow webhooks to loopback, link-local and private addresses', parse: boolean }),
-  setting({ key: 'maxStreamsPerClient', file: 'max_streams_per_client', env: 'TILL_MAX_STREAMS_PER_CLIENT', flag: 'max-streams-per-client', description: 'checkout streams (SSE + WebSocket) one client address may hold open', parse: integer(1, 1_000_000) }),
+  setting({ key: 'maxStreamsPerClient', file: 'max_streams_per_client', env: 'TILL_MAX_STREAMS_PER_CLIENT', flag: 'max-streams-per-client', description: 'checkout streams (SSE + WebSocket) one client (IPv4 address, IPv6 /64) may hold open', parse: integer(1, 1_000_000) }),
   setting({ key: 'maxStreamsTotal', file: 'max_streams_total', env: 'TILL_MAX_STREAMS_TOTAL', flag: 'max-streams-total', description: 'checkout streams (SSE + WebSocket) open at once in total', parse: integer(1, 10_000_000) }),
   setting({ key: 'trustedProxies', file: 'trusted_proxies', env: 'TILL_TRUSTED_PROXIES', flag: 'trusted-proxies', description: 'reverse proxies (IP addresses, comma-separated) whose X-Forwarded-For names the client; empty: none', parse: ipList }),
 ] as const;

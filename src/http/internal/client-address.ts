@@ -34,3 +34,33 @@ export function clientAddress(peer: string | undefined, forwardedFor: string | n
   }
   return client;
 }
+
+/**
+ * What a client's streams count against: an IPv4 address, or an IPv6
+ * address's /64. An IPv6 subscriber is given a /64 (or more) and may use any
+ * address in it, so per address one client could take every stream slot.
+ */
+export function clientKey(address: string): string {
+  if (isIP(address) !== 6) return address;
+  return `${expandIpv6(address).slice(0, 4).join(':')}::/64`;
+}
+
+/** The eight 16-bit groups of an IPv6 address, in lower-case hex without leading zeros. */
+function expandIpv6(address: string): string[] {
+  const plain = address.split('%')[0]!.toLowerCase();
+  const toGroups = (part: string): string[] => {
+    if (part === '') return [];
+    return part.split(':').flatMap((group) => {
+      if (!group.includes('.')) return [group];
+      // An IPv4 tail (64:ff9b::192.0.2.1) is the last two groups.
+      const [a, b, c, d] = group.split('.').map(Number) as [number, number, number, number];
+      return [((a << 8) | b).toString(16), ((c << 8) | d).toString(16)];
+    });
+  };
+  const [head, tail] = plain.split('::') as [string, string | undefined];
+  const left = toGroups(head);
+  const right = tail === undefined ? [] : toGroups(tail);
+  const groups = [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
+  return groups.map((group) => Number.parseInt(group, 16).toString(16));
+}
+

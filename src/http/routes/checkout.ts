@@ -4,7 +4,7 @@ import { isId } from '../../ids.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { DirectGets } from '../internal/direct-get.ts';
 import { InvoiceStreams, type OpenedStream } from '../internal/invoice-streams.ts';
-import { clientAddress, trustedProxySet } from '../internal/client-address.ts';
+import { clientAddress, clientKey, trustedProxySet } from '../internal/client-address.ts';
 import { defineRoute, routeParam } from '../internal/route.ts';
 import { SnapshotCache } from '../internal/snapshot-cache.ts';
 import { parseLastEventId, SSE_HEADERS, SseBody } from '../internal/sse.ts';
@@ -67,9 +67,11 @@ export function registerCheckoutRoutes(app: H3, rt: Runtime, direct: DirectGets)
 
   const snapshots = new SnapshotCache(ctx.feed, ctx.clock, SNAPSHOT_CACHE);
   const trustedProxies = trustedProxySet(ctx.config.trustedProxies);
-  /** The address a stream counts against; requests made in-process have none. */
-  const clientOf = (event: H3Event): string =>
-    clientAddress(event.req.ip, event.req.headers.get('x-forwarded-for'), trustedProxies) ?? 'in-process';
+  /** What a stream counts against (an address, an IPv6 /64); requests made in-process have none. */
+  const clientOf = (event: H3Event): string => {
+    const address = clientAddress(event.req.ip, event.req.headers.get('x-forwarded-for'), trustedProxies);
+    return address === undefined ? 'in-process' : clientKey(address);
+  };
 
   app.use('/pay/**', publicCors());
 

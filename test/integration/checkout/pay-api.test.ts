@@ -761,6 +761,24 @@ describe('stream limits', () => {
     assert.equal(spoofed.res.statusCode, 503, 'an untrusted peer counts as itself, whatever it forwards');
   });
 
+  test('an IPv6 client counts by its /64: its other addresses share its limit, the next /64 has its own', async (t) => {
+    const till = await startTestTill(t, { env: { TILL_MAX_STREAMS_PER_CLIENT: '2' } });
+    const inv = await createInvoice(till, setupStore(till));
+    const events = `/pay/invoices/${inv.id}/events`;
+    const open: Array<{ destroy(): void }> = [];
+    t.after(() => open.forEach((o) => o.destroy()));
+    const viaProxy = async (client: string) => {
+      const res = await rawRequest(portOf(till), events, '127.0.0.1', { 'x-forwarded-for': client });
+      open.push(res);
+      return res.res.statusCode;
+    };
+    assert.equal(await viaProxy('2001:db8:0:1::1'), 200);
+    assert.equal(await viaProxy('2001:db8:0:1:ffff:ffff:ffff:fffe'), 200);
+    assert.equal(await viaProxy('2001:DB8:0:1:abcd::9'), 503, 'a third address of the same /64 is over its limit');
+    assert.equal(await viaProxy('2001:db8:0:2::1'), 200, 'the neighbouring /64 is another client');
+    assert.equal(await viaProxy('198.51.100.1'), 200);
+  });
+
   test('with no trusted proxy, X-Forwarded-For is ignored', async (t) => {
     const till = await startTestTill(t, { env: { TILL_MAX_STREAMS_PER_CLIENT: '1', TILL_TRUSTED_PROXIES: '' } });
     const store = setupStore(till);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { clientAddress, trustedProxySet } from '../../../src/http/internal/client-address.ts';
+import { clientAddress, clientKey, trustedProxySet } from '../../../src/http/internal/client-address.ts';
 
 const LOOPBACK = '127.0.0.1,::1';
 
@@ -26,3 +26,21 @@ for (const f of fixtures) {
     assert.equal(clientAddress(f.peer, f.forwardedFor, trustedProxySet(f.trusted)), f.client);
   });
 }
+
+const keyFixtures: Array<{ description: string; address: string; key: string }> = [
+  { description: 'IPv4: the address', address: '203.0.113.7', key: '203.0.113.7' },
+  { description: 'IPv6: its /64', address: '2001:db8:1:2:3:4:5:6', key: '2001:db8:1:2::/64' },
+  { description: 'IPv6 compressed, upper case, leading zeros: the same /64', address: '2001:0DB8:0001:0002::1', key: '2001:db8:1:2::/64' },
+  { description: 'IPv6 compressed in the prefix', address: '2001:db8::1', key: '2001:db8:0:0::/64' },
+  { description: 'IPv6 loopback', address: '::1', key: '0:0:0:0::/64' },
+  { description: 'IPv6 with an IPv4 tail', address: '64:ff9b::192.0.2.1', key: '64:ff9b:0:0::/64' },
+  { description: 'IPv6 with a zone', address: 'fe80::1%eth0', key: 'fe80:0:0:0::/64' },
+  { description: 'all eight groups, compressed at the end', address: '2001:db8:1:2:ffff::', key: '2001:db8:1:2::/64' },
+];
+
+for (const f of keyFixtures) {
+  test(`client key: ${f.description}`, () => {
+    assert.equal(clientKey(f.address), f.key);
+  });
+}
+
