@@ -2,12 +2,14 @@ import { Command } from 'commander';
 import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, mkdtempSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import { SECRET_KEY_FILE } from '../../src/auth/secret-box.ts';
+import { openSecretBox, SECRET_KEY_FILE, SecretKeyError } from '../../src/auth/secret-box.ts';
 import { systemClock } from '../../src/clock.ts';
 import { CONFIG_FILES, ConfigError } from '../../src/config.ts';
 import { assertDatabaseExists, databasePath } from '../../src/db/connection.ts';
+import { createWebhookEndpointsRepo } from '../../src/db/webhook-endpoints.ts';
 import { makeDirs } from '../../src/make-dirs.ts';
 import { dropServerLease } from '../../src/services/server-lease.ts';
+import { listUnreadableSecrets } from '../../src/services/webhooks.ts';
 import { configFrom } from '../context.ts';
 import { emit } from '../output.ts';
 
@@ -47,6 +49,26 @@ function publishBackupFolder(partial: string, out: string, now: number): string 
   }
 }
 
+/**
+ * What a restore of this backup would find wrong with its secret.key (the data
+ * dir's, as copied), or null: a key Till cannot use, or webhook secrets in the
+ * copied database it does not open (another till's key). Said, not refused: the
+ * database is worth keeping all the same.
+ */
+function secretKeyProblem(dataDir: string, copy: Database.Database): string | null {
+  const secrets = openSecretBox(dataDir, { sealedSecrets: () => 1 });
+  try {
+    secrets.load();
+  } catch (err) {
+    if (err instanceof SecretKeyError) return `${err.message}. This backup's copy of it is no better`;
+    throw err;
+  }
+  const unreadable = listUnreadableSecrets({ secrets, repos: { webhookEndpoints: createWebhookEndpointsRepo(copy) } }).length;
+  if (unreadable === 0) return null;
+  return `${unreadable} webhook signing secret${unreadable === 1 ? '' : 's'} in this backup cannot be opened with its secret.key (another till's key?): ` +
+    'deliveries they sign fail, here and after a restore, until they are replaced (till webhooks rotate --unreadable)';
+}
+
 /** On disk before the folder is named: a power cut after the rename must not find the files' blocks missing. */
 function syncToDisk(path: string): void {
   const fd = openSync(path, 'r');
@@ -72,6 +94,7 @@ export function backupCommand(): Command {
       const partial = makePartialFolder(out, now);
       const key = join(config.dataDir, SECRET_KEY_FILE);
       const copied = ['till.db'];
+      let keyProblem: string | null = null;
       let target: string;
       try {
         // One read transaction: a consistent copy while the server writes, which
@@ -79,19 +102,20 @@ export function backupCommand(): Command {
         // every commit by another connection).
         db.prepare('VACUUM INTO ?').run(join(partial, 'till.db'));
         chmodSync(join(partial, 'till.db'), 0o600);
-        // A backup is no running server: restored (beside the original, or after it), its lease would refuse a start.
-        const copy = new Database(join(partial, 'till.db'));
-        try {
-          dropServerLease(copy);
-        } finally {
-          copy.close();
-        }
         // Without secret.key the webhook secrets sealed in till.db cannot be read; the settings name the node and network.
         for (const name of [SECRET_KEY_FILE, ...CONFIG_FILES]) {
           if (!existsSync(join(config.dataDir, name))) continue;
           copyFileSync(join(config.dataDir, name), join(partial, name));
           chmodSync(join(partial, name), 0o600);
           copied.push(name);
+        }
+        const copy = new Database(join(partial, 'till.db'));
+        try {
+          // A backup is no running server: restored (beside the original, or after it), its lease would refuse a start.
+          dropServerLease(copy);
+          if (copied.includes(SECRET_KEY_FILE)) keyProblem = secretKeyProblem(config.dataDir, copy);
+        } finally {
+          copy.close();
         }
         for (const name of copied) syncToDisk(join(partial, name));
         syncToDisk(partial);
@@ -104,6 +128,7 @@ export function backupCommand(): Command {
         db.close();
       }
       syncToDisk(resolve(out));
+      if (keyProblem) process.stderr.write(`till: warning: ${keyProblem}\n`);
       if (!copied.includes(SECRET_KEY_FILE)) process.stderr.write(`till: warning: ${key} is missing, so this backup has none: the webhook secrets in it cannot be read; replace them after a restore (till webhooks rotate --unreadable)\n`);
       emit(this.optsWithGlobals(), { path: target, files: copied }, () =>
         `backup written to ${target} (${copied.join(', ')})\nto restore: stop Till, delete till.db-wal and till.db-shm from the data directory, copy these files into it, start Till`);

@@ -1,4 +1,5 @@
 import { payments } from 'bitcoinjs-lib';
+import type { SecretBox } from '../auth/secret-box.ts';
 import { getNetwork } from '../bitcoin/networks.ts';
 import { toIso } from '../clock.ts';
 import { inTransaction } from '../db/connection.ts';
@@ -133,13 +134,13 @@ export function deleteEndpoint(ctx: Context, storeId: string, id: string): Endpo
 /** The previous secret stays valid 24 h (spec 6.3.5), so receivers can switch without dropping events. */
 function rotated(ctx: Context, current: SealedSecrets): { sealed: SealedSecrets; secret: string } {
   // Kept sealed as it is; one this data dir cannot open (restored without secret.key) is not kept at all.
-  const next = rotateWebhookSecret(canOpen(ctx, current.secret) ? current.secret : null, ctx.clock.now());
+  const next = rotateWebhookSecret(canOpen(ctx.secrets, current.secret) ? current.secret : null, ctx.clock.now());
   return { secret: next.secret, sealed: { secret: ctx.secrets.seal(next.secret), previous: next.previousSecret, previousExpiresAt: next.previousSecretExpiresAt } };
 }
 
-function canOpen(ctx: Context, sealed: string): boolean {
+function canOpen(secrets: SecretBox, sealed: string): boolean {
   try {
-    ctx.secrets.open(sealed);
+    secrets.open(sealed);
     return true;
   } catch {
     return false;
@@ -166,9 +167,9 @@ export function rotateCallbackSecret(ctx: Context, storeId: string): { secret: s
   });
 }
 
-/** Secrets in use that this data dir's secret.key cannot open: every delivery signed with one fails. */
-export function listUnreadableSecrets(ctx: Context): SecretInUse[] {
-  return ctx.repos.webhookEndpoints.listSecretsInUse().filter((s) => !canOpen(ctx, s.sealed));
+/** Secrets in use that this data dir's secret.key cannot open: every delivery signed with one fails. Also given a backup's database. */
+export function listUnreadableSecrets(ctx: { secrets: SecretBox; repos: Pick<Context['repos'], 'webhookEndpoints'> }): SecretInUse[] {
+  return ctx.repos.webhookEndpoints.listSecretsInUse().filter((s) => !canOpen(ctx.secrets, s.sealed));
 }
 
 /** A secret replaced by rotateUnreadableSecrets, in clear this once. */

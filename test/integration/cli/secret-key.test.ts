@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { openSecretBox, SECRET_KEY_FILE } from '../../../src/auth/secret-box.ts';
@@ -94,6 +94,28 @@ describe('a lost secret.key (real CLI processes)', () => {
     const dropped = await runTill(['webhooks', 'rotate', '--store', storeId, '--endpoint', endpointId], { dataDir });
     assert.match(dropped.stdout, /^new secret \(shown once\): whsec_\w+\nno previous secret stays valid \(there was none, or this secret\.key could not open it\)/);
     assert.equal(ctx.repos.webhookEndpoints.get(endpointId)!.secrets.previous, null);
+  });
+
+  test('backup warns when its secret.key would not serve a restore (not a key, or another till\'s), and still writes the backup', async (t) => {
+    const dataDir = tempDir(t);
+    const { endpointId } = await storeWithEndpoint(dataDir);
+    const backup = () => runTill(['--json', 'backup', '--out', tempDir(t)], { dataDir });
+    const clean = await backup();
+    assert.equal(clean.code, 0, clean.stderr);
+    assert.equal(clean.stderr, '', 'a good key: no warning');
+
+    const ctx = openTill(t, dataDir);
+    ctx.db.prepare('UPDATE webhook_endpoints SET secret = ? WHERE id = ?').run(openSecretBox(tempDir(t)).seal('whsec_other'), endpointId);
+    const mixed = await backup();
+    assert.equal(mixed.code, 0, mixed.stderr);
+    assert.match(mixed.stderr, /warning: 1 webhook signing secret in this backup cannot be opened with its secret\.key .*till webhooks rotate --unreadable/);
+    assert.deepEqual(JSON.parse(mixed.stdout).files, ['till.db', 'secret.key']);
+
+    writeFileSync(join(dataDir, SECRET_KEY_FILE), 'not a key\n');
+    const garbage = await backup();
+    assert.equal(garbage.code, 0, garbage.stderr);
+    assert.match(garbage.stderr, /warning: .*secret\.key is not a Till secret key .*\. This backup's copy of it is no better/);
+
   });
 
   test('--unreadable goes alone; the other forms still need --store', async (t) => {
