@@ -101,11 +101,17 @@ function setText(id, text) {
   if (el.textContent !== text) el.textContent = text;
 }
 
-/** Readable text on the brand colour: black or white by its luminance. */
-function textOn(hex) {
+/** Relative luminance (WCAG) of a #rrggbb colour. */
+function luminance(hex) {
   const [r, g, b] = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16) / 255).map((c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4));
-  return 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.179 ? '#000000' : '#ffffff';
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
 }
+
+/** Readable text on the brand colour: black or white. */
+const textOn = (hex) => (luminance(hex) > 0.179 ? '#000000' : '#ffffff');
+
+/** A brand colour under 3:1 against the white card (WCAG 1.4.11) gets its buttons an edge: they would melt into the card. */
+const edgeOn = (hex) => (1.05 / (luminance(hex) + 0.05) < 3 ? 'var(--muted)' : 'transparent');
 
 function renderStore(store, livemode) {
   setText('store-name', store.name);
@@ -119,6 +125,7 @@ function renderStore(store, livemode) {
   if (store.brand_color && /^#[0-9a-fA-F]{6}$/.test(store.brand_color)) {
     document.documentElement.style.setProperty('--brand', store.brand_color);
     document.documentElement.style.setProperty('--on-brand', textOn(store.brand_color));
+    document.documentElement.style.setProperty('--brand-edge', edgeOn(store.brand_color));
   }
   $('test-mode').hidden = livemode;
 }

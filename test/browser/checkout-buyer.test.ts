@@ -14,9 +14,10 @@ import { expectStatus, openCheckout, skipReason } from './checkout-browser.ts';
 
 const SMALL_PHONE = { width: 320, height: 640 };
 
-/** WCAG contrast ratio of an rgb() colour against white. */
+/** WCAG contrast ratio of an rgb() or rgba() colour against white (a translucent one as it shows on white). */
 function contrastOnWhite(rgb: string): number {
-  const [r, g, b] = rgb.match(/\d+(\.\d+)?/g)!.slice(0, 3).map((c) => Number(c) / 255).map((c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4));
+  const [r8, g8, b8, alpha = 1] = rgb.match(/\d+(\.\d+)?/g)!.map(Number);
+  const [r, g, b] = [r8!, g8!, b8!].map((c) => (alpha * c) / 255 + (1 - alpha)).map((c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4));
   return 1.05 / (0.2126 * r! + 0.7152 * g! + 0.0722 * b! + 0.05);
 }
 
@@ -98,7 +99,7 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     }
   });
 
-  test('the keyboard focus stays visible on a store with a light brand colour', async (t) => {
+  test('the keyboard focus and the buttons\' edges stay visible on a store with a light brand colour', async (t) => {
     const till = await startTestTill(t);
     const store = setupStore(till);
     updateStore(till.rt.ctx, store.storeId, { brandColor: '#ffffff' });
@@ -110,6 +111,11 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     const outline = await page.locator('#copy-address:focus-visible').evaluate((el) => getComputedStyle(el).outlineColor);
     // WCAG 1.4.11: a focus indicator needs 3:1 against what is around it (the white card).
     assert.ok(contrastOnWhite(outline) >= 3, `focus outline ${outline} on white: ${contrastOnWhite(outline).toFixed(2)}:1`);
+    // A button's boundary needs 3:1 too: a white button on the white card has only its edge.
+    for (const button of ['#copy-address', '#copy-amount']) {
+      const edge = await page.locator(button).evaluate((el) => ({ color: getComputedStyle(el).borderTopColor, width: parseFloat(getComputedStyle(el).borderTopWidth) }));
+      assert.ok(edge.width >= 1 && contrastOnWhite(edge.color) >= 3, `${button}: edge ${edge.width}px ${edge.color} on white: ${contrastOnWhite(edge.color).toFixed(2)}:1`);
+    }
   });
 
   test('a screen reader hears what is missing, not only "Partly paid", and the copy buttons say what they copy', async (t) => {
