@@ -41,6 +41,7 @@ const SCAN_ABORT_TIMEOUT_MS = 2_000;
 export const RPC_BLOCK_NOT_FOUND = -5;
 export const RPC_PRUNED_OR_MISC = -1;
 export const RPC_HEIGHT_OUT_OF_RANGE = -8;
+const GENESIS_PREV_HASH = '0'.repeat(64);
 
 /** The calls Till makes of bitcoind, each answer checked and typed. */
 export class Bitcoind {
@@ -80,9 +81,14 @@ export class Bitcoind {
     return block;
   }
 
+  /** The genesis block has no previousblockhash: its header's field is all zeros, as its raw header says. */
   async getBlockHeader(hash: string): Promise<{ prevHash: string; time: number }> {
     const o = expectObject(await this.rpc.call('getblockheader', [hash, true]), 'getblockheader');
-    return { prevHash: expectHash(o.previousblockhash, 'getblockheader.previousblockhash'), time: expectInteger(o.time, 'getblockheader.time') };
+    const genesis = expectInteger(o.height, 'getblockheader.height') === 0 && o.previousblockhash === undefined;
+    return {
+      prevHash: genesis ? GENESIS_PREV_HASH : expectHash(o.previousblockhash, 'getblockheader.previousblockhash'),
+      time: expectInteger(o.time, 'getblockheader.time'),
+    };
   }
 
   /** Mempool txids with the time each entered the mempool (epoch ms). */

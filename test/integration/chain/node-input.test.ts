@@ -225,6 +225,22 @@ describe('chain: bad input from the node', () => {
     await till.rt.chain!.stop();
   });
 
+  test('a node still at its genesis block (a new regtest or signet node): Till starts there without an error and follows the first block', async (t) => {
+    const { startFakeBitcoind } = await import('../../fakes/bitcoind/index.ts');
+    const clock = new ManualClock(Date.now());
+    const node = await startFakeBitcoind({ clock, initialBlocks: 0 });
+    t.after(() => node.stop());
+    const till = await startTestTill(t, { clock, env: nodeEnv(node), chainResyncMs: 3_600_000 });
+    till.rt.chain!.start();
+    t.after(() => till.rt.chain!.stop());
+    await till.rt.chain!.idle();
+    assert.equal((till.rt.health().chain as any).error, null, JSON.stringify(till.rt.health().chain));
+    assert.equal(till.rt.ctx.repos.chainBlocks.tip()?.height, 0);
+    await node.waitForSubscriber(['hashblock'], 5000);
+    await node.mine(1);
+    await waitFor(() => till.rt.ctx.repos.chainBlocks.tip()?.hash === node.tipHash, 'Till at the first block');
+  });
+
   test('a node on another network is a fatal error, not wrong addresses', async (t) => {
     const { startFakeBitcoind } = await import('../../fakes/bitcoind/index.ts');
     const node = await startFakeBitcoind();
