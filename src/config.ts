@@ -160,7 +160,7 @@ export const SETTINGS = [
   setting({ key: 'rpcUrl', file: 'bitcoind.rpc_url', env: 'TILL_RPC_URL', flag: 'rpc-url', description: "bitcoind JSON-RPC URL (default: the network's port on 127.0.0.1)", parse: optionalHttpUrl }),
   setting({ key: 'rpcUser', file: 'bitcoind.rpc_user', env: 'TILL_RPC_USER', flag: 'rpc-user', description: 'bitcoind RPC user (instead of the cookie file)', parse: asString }),
   setting({ key: 'rpcPassword', file: 'bitcoind.rpc_password', env: 'TILL_RPC_PASSWORD', flag: 'rpc-password', description: 'bitcoind RPC password', secret: true, parse: asString }),
-  setting({ key: 'rpcCookieFile', file: 'bitcoind.cookie_file', env: 'TILL_RPC_COOKIE_FILE', flag: 'rpc-cookie-file', description: "bitcoind .cookie file (default: ~/.bitcoin/<network>/.cookie)", parse: asString }),
+  setting({ key: 'rpcCookieFile', file: 'bitcoind.cookie_file', env: 'TILL_RPC_COOKIE_FILE', flag: 'rpc-cookie-file', description: "bitcoind .cookie file (default: the network's in ~/.bitcoin: .cookie on main, testnet3/.cookie, signet/.cookie, regtest/.cookie)", parse: asString }),
   setting({ key: 'zmqEndpoint', file: 'bitcoind.zmq', env: 'TILL_ZMQ', flag: 'zmq', description: 'bitcoind ZMQ endpoint (default: asked of bitcoind)', parse: zmqEndpoint }),
   setting({ key: 'watchChain', file: 'bitcoind.enabled', env: 'TILL_BITCOIND', flag: 'bitcoind', description: 'watch the chain through bitcoind (false: test-mode only, e.g. the demo)', parse: boolean }),
   setting({ key: 'addressPoolSize', file: 'address_pool_size', env: 'TILL_ADDRESS_POOL_SIZE', flag: 'address-pool-size', description: 'addresses derived ahead per xpub', parse: integer(1, 1_000_000) }),

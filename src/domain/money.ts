@@ -25,7 +25,8 @@ export const MAX_SATS = 21_000_000 * SATS_PER_BTC;
 // Plain decimals only: no sign, exponent, spaces, hex, or leading zeros.
 // Integer digits are capped so BigInt never sees an absurd string.
 export const USD_AMOUNT = /^(0|[1-9]\d{0,9})(?:\.(\d{1,2}))?$/;
-const PROVIDER_PRICE = /^(0|[1-9]\d{0,11})(?:\.(\d{1,18}))?$/;
+// Digits capped far above the range, so a price too large is refused by the range, saying so.
+const PROVIDER_PRICE = /^(0|[1-9]\d{0,29})(?:\.(\d{1,18}))?$/;
 
 /**
  * A fiat amount from the API, as integer cents. Accepts a JSON number or a

@@ -44,6 +44,7 @@ describe('parseRateSources', () => {
     { spec: 'fixed:0', error: /fixed rate: rate "0" is outside 1\.00\.\.100000000\.00/ },
     { spec: 'fixed:0.99', error: /is outside/ },
     { spec: 'fixed:100000000.01', error: /is outside/ },
+    { spec: 'fixed:1000000000000', error: /fixed rate: rate "1000000000000" is outside 1\.00\.\.100000000\.00/ },
     { spec: 'fixed:65000,kraken', error: /cannot be combined/ },
     { spec: 'kraken,fixed:65000', error: /cannot be combined/ },
   ];
