@@ -12,6 +12,14 @@ import { serveCommand } from './commands/serve.ts';
 import { storeCommand } from './commands/store.ts';
 import { xpubCommand } from './commands/xpub.ts';
 
+/** Under every command's help: the global options listed are the common few. */
+const HIDDEN_SETTINGS = [
+  '',
+  'Every setting has a flag, each taking a value; most are not listed above',
+  '(--rpc-url, --rpc-cookie-file, --bitcoind false, --allow-private-callbacks true, ...).',
+  'docs/CONFIG.md lists them all; till config show prints the effective settings.',
+].join('\n');
+
 export function buildProgram(): Command {
   const program = new Command('till')
     .description('Till: a self-hosted Bitcoin till. Admin commands work on the data directory, also while the server runs.')
@@ -36,6 +44,7 @@ export function buildProgram(): Command {
   // the global flags everywhere, and keep private keys out of every error.
   const showGlobals = (cmd: Command): void => {
     cmd.configureHelp({ showGlobalOptions: true });
+    cmd.addHelpText('after', HIDDEN_SETTINGS);
     cmd.configureOutput({ writeErr: (text) => process.stderr.write(redactPrivateKeys(text)) });
     cmd.commands.forEach(showGlobals);
   };
