@@ -107,7 +107,7 @@ export function centsToSats(amountCents: number, rateCentsPerBtc: number): numbe
   const quotient = scaled / rate;
   const sats = (scaled % rate) * 2n >= rate ? quotient + 1n : quotient;
   if (sats > BigInt(MAX_SATS)) {
-    throw new ApiError('invalid_amount', 'amount is more than 21,000,000 BTC at the current rate');
+    throw new ApiError('invalid_amount', 'amount is more than 21,000,000 BTC at the current rate', { param: 'amount' });
   }
   return Number(sats);
 }

@@ -173,10 +173,10 @@ describe('centsToSats', () => {
     test(why, () => assert.equal(centsToSats(cents, rate), sats));
   }
 
-  test('more than 21M BTC is invalid_amount', () => {
+  test('more than 21M BTC is invalid_amount, naming the amount', () => {
     assert.throws(
       () => centsToSats(100_000_000_000, 100),
-      (error: unknown) => error instanceof ApiError && error.code === 'invalid_amount',
+      (error: unknown) => error instanceof ApiError && error.code === 'invalid_amount' && error.extra.param === 'amount',
     );
   });
   const bad: [number, number][] = [
