@@ -396,8 +396,29 @@ export class ChainWatcher {
       connected.push(facts);
       prevHash = facts.hash;
     }
-    this.#publish(applyChainChange(ctx, { disconnected: stale, connected }, ctx.clock.now()));
+    // Only in step with the node: while catching up an invoice cannot expire on this change (blocks are unread),
+    // so its loss is left to the mempool check after the blocks, which judges it as of then (waited, then expired).
+    const gone = ctx.chain.caughtUp && connected.at(-1)?.height === nodeHeight ? await this.#goneWith(stale, staleInvoices, connected) : undefined;
+    if (!this.#running) return null;
+    this.#publish(applyChainChange(ctx, { disconnected: stale, connected, gone }, ctx.clock.now()));
     return (connected.at(-1)?.height ?? lowest.height - 1) + 1;
+  }
+
+  /**
+   * The stale blocks' payment transactions that the whole new branch (read up
+   * to the node's tip) does not mine and the node's mempool does not hold: the
+   * branch mined a double spend of them (the node puts a disconnected block's
+   * transactions back in its mempool before it announces the new tip). Judged
+   * in the reorg's own change, so its payment_reversed says what was lost.
+   */
+  async #goneWith(stale: readonly ChainBlock[], staleInvoices: readonly StoredInvoice[], connected: readonly BlockFacts[]): Promise<Set<string>> {
+    const staleHashes = new Set(stale.map((b) => b.hash));
+    const minedAgain = new Set(connected.flatMap((b) => b.found.map((f) => f.txid)));
+    const txids = [...new Set(staleInvoices.flatMap((inv) => inv.payments.filter((p) => staleHashes.has(p.blockHash ?? '')).map((p) => p.txid)))]
+      .filter((txid) => !minedAgain.has(txid));
+    if (txids.length === 0) return new Set();
+    const inMempool = await this.#o.bitcoind.inMempool(txids);
+    return new Set(txids.filter((txid) => !inMempool.has(txid)));
   }
 
   /**

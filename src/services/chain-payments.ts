@@ -255,6 +255,12 @@ export function readBlock(ctx: Context, watch: WatchSet, block: Block, height: n
 export interface ChainChange {
   disconnected: Array<{ height: number; hash: string }>;
   connected: BlockFacts[];
+  /**
+   * Transactions of the disconnected blocks' payments that neither the new
+   * branch nor the node's mempool holds (the branch mined a double spend):
+   * replaced, not back to unconfirmed.
+   */
+  gone?: ReadonlySet<string>;
 }
 
 /** A block on the best chain at `height`. */
@@ -289,7 +295,8 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
       ctx.chain.blockChanges++;
       for (const inv of ctx.repos.invoices.listWithPaymentsInBlock(hash)) {
         const entry = take(inv.id, () => inv);
-        entry.payments = entry.payments.map((p) => (p.blockHash === hash ? { ...p, status: 'mempool' as const, confirmations: 0, blockHeight: null, blockHash: null } : p));
+        const status = (p: Payment) => (change.gone?.has(p.txid) ? ('replaced' as const) : ('mempool' as const));
+        entry.payments = entry.payments.map((p) => (p.blockHash === hash ? { ...p, status: status(p), confirmations: 0, blockHeight: null, blockHash: null } : p));
       }
       ctx.repos.chainBlocks.remove(height);
     }

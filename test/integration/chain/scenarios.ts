@@ -516,6 +516,30 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.equal(types.filter((x) => x === 'invoice.payment_reversed').length, 1, types.join(','));
   });
 
+  // One switch to a longer branch (a real node's invalidateblock shows the shorter chain in between, with the payment back in its mempool).
+  onFake('a reorg whose new branch double-spends a paid invoice\'s payment: the payment_reversed sent says it was replaced, not back in the mempool', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const inv = await createInvoice(f);
+    const txid = await f.node.pay(inv.address, 50_000);
+    await mineAndSync(f);
+    await f.node.reorg(1, { dropTxids: [txid] });
+    await synced(f);
+    const reversal = f.till.rt.ctx.repos.events.listForInvoice(inv.id).find((e) => e.type === 'invoice.payment_reversed');
+    assert.ok(reversal, eventTypes(f, inv.id).join(','));
+    const told = JSON.parse(reversal.body).data.invoice;
+    assert.deepEqual([told.status, told.amount_received_sats, told.payments.map((p: any) => p.status)], ['paid', 0, ['replaced']]);
+  });
+
+  onFake('a running Till reads a reorg double-spending the on-time payment an invoice waits for past its expiry: expired now, late window from now', async (t) => {
+    const { f, inv, txid } = await stuckPastExpiry(t, { confirmations: 2, mined: true }); // 1 of 2 confirmations
+    f.till.clock.advance(60_000);
+    const learned = f.till.clock.now();
+    await f.node.reorg(1, { dropTxids: [txid] });
+    await synced(f);
+    const stored = f.till.rt.ctx.repos.invoices.get(inv.id)!;
+    assert.deepEqual([stored.status, stored.expiredAt, stored.payments.map((p) => p.status)], ['expired', learned, ['replaced']]);
+  });
+
   // A real node's reorg by invalidateblock shows the shorter chain in between: on the fake it is one switch, as in Core.
   onFake('a reorg whose new branch mines the payment again: the invoice stays paid, no payment_reversed', async (t) => {
     const f = await startChainFixture(t, makeNode);
