@@ -6,7 +6,7 @@ import type { ChainBlock } from '../db/chain-blocks.ts';
 import { watchUntil } from '../domain/invoice-state.ts';
 import { applyBlock, applyChainChange, applyMempoolTx, loadWatchSet, prevHashOf, readBlock, reconcileMempool, recordBlockSeen, scannedBlockFacts, settleWatchEnds, trackedMempoolTxids, type BlockFacts, type BlockHeader } from '../services/chain-payments.ts';
 import type { Context } from '../services/context.ts';
-import { RPC_PRUNED_OR_MISC, type Bitcoind } from './bitcoind.ts';
+import { RPC_BLOCK_NOT_FOUND, RPC_HEIGHT_OUT_OF_RANGE, RPC_PRUNED_OR_MISC, type Bitcoind } from './bitcoind.ts';
 import { CHAIN_NAMES } from './node-connection.ts';
 import { RpcError, RpcUnavailableError } from './rpc-client.ts';
 import { WatchSet } from './watch-set.ts';
@@ -71,6 +71,8 @@ export class ChainWatcher {
   #running = false;
   #syncing: Promise<void> | null = null;
   #again: { full: boolean } | null = null;
+  /** The last sync ended because the chain moved under it (reset by a sync that ends otherwise). */
+  #movedLastSync = false;
   #timer: NodeJS.Timeout | null = null;
   #retry: NodeJS.Timeout | null = null;
   #backoffMs = 1000;
@@ -205,10 +207,21 @@ export class ChainWatcher {
       this.#ctx.chain.caughtUp = true;
       await this.#checkTrackedMempool();
       this.#ctx.chain.tipHeight = this.#ctx.repos.chainBlocks.tip()?.height ?? info.blocks;
+      this.#movedLastSync = false;
       this.#health = { ...this.#health, status: 'synced', tip_height: this.#ctx.chain.tipHeight, last_sync_at: new Date(this.#ctx.clock.now()).toISOString(), syncs: this.#health.syncs + 1 };
     } catch (err) {
       // Stopping: the calls under way were aborted on purpose.
       if (!this.#running) return;
+      // A block asked for left the node's best chain as the sync read it (a reorg, invalidateblock): no fault,
+      // the queued re-sync starts over at once. Twice in a row is not that: the backoff below.
+      const moved = isChainMovedError(err) && !this.#movedLastSync;
+      this.#movedLastSync = moved;
+      if (moved) {
+        this.#ctx.chain.caughtUp = false;
+        this.#startOver();
+        this.#log.info({ err: (err as Error).message }, 'the chain moved during the sync; starting over');
+        return;
+      }
       const unavailable = err instanceof RpcUnavailableError;
       this.#ctx.chain.connected = !unavailable && this.#ctx.chain.connected;
       // What the chain holds is unknown until a sync succeeds: live invoices do not expire meanwhile (a payment made on time may be in it).
@@ -521,6 +534,12 @@ export class ChainWatcher {
 }
 
 /** Core's answer for a block it has pruned away. */
+/** A height above the node's tip, or a block hash it no longer has: the chain moved between two calls. */
+function isChainMovedError(err: unknown): boolean {
+  if (!(err instanceof RpcError)) return false;
+  return (err.code === RPC_HEIGHT_OUT_OF_RANGE && /height out of range/i.test(err.message)) || (err.code === RPC_BLOCK_NOT_FOUND && /block not found/i.test(err.message));
+}
+
 function isPrunedError(err: unknown): boolean {
   return err instanceof RpcError && err.code === RPC_PRUNED_OR_MISC && /prun/i.test(err.message);
 }

@@ -41,7 +41,8 @@ export async function startChainFixture(t: TestContext, makeNode: NodeFactory, o
   const clock = new ManualClock(Date.now());
   const node = await makeNode(clock);
   t.after(() => node.stop());
-  const till = await startTestTill(t, { clock, env: nodeEnv(node), chainResyncMs: 3_600_000, logger: opts.logger });
+  // An explicit undefined would replace startTestTill's silent logger with the default one (lines on stdout).
+  const till = await startTestTill(t, { clock, env: nodeEnv(node), chainResyncMs: 3_600_000, ...(opts.logger ? { logger: opts.logger } : {}) });
   const store = setupStore(till, { mode: 'live', confirmations: opts.confirmations ?? 1 });
   await startWatching(till, node);
   return { node, till, store };

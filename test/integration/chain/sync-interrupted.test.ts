@@ -6,7 +6,8 @@ import { ManualClock } from '../../../src/clock.ts';
 import type { Runtime } from '../../../src/runtime.ts';
 import { expireDueInvoices } from '../../../src/services/invoices.ts';
 import { updateStore } from '../../../src/services/stores.ts';
-import { createInvoice, eventTypes, getInvoice, restartAndCatchUp, restartTill, startChainFixture, wrapBitcoind } from './helpers.ts';
+import { createInvoice, eventTypes, getInvoice, restartAndCatchUp, restartTill, startChainFixture, synced, wrapBitcoind } from './helpers.ts';
+import { capturedLogger } from '../../helpers/captured-log.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
 import { startFakeNode } from './nodes.ts';
 
@@ -38,6 +39,45 @@ describe('chain syncs that do not finish (fake node)', () => {
     const after = await getInvoice(f, inv.id);
     assert.equal(after.status, 'paid');
     assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid']);
+  });
+
+  test('a block that leaves the chain as the sync reads it (the node says a height it then lacks): no error, the re-sync reaches the tip', async (t) => {
+    const { logger, lines } = capturedLogger();
+    const f = await startChainFixture(t, startFakeNode, { logger });
+    const inv = await createInvoice(f);
+    await f.node.pay(inv.address, 50_000);
+    let once = true;
+    // The node answers getblockchaininfo with one block more than it then has (invalidateblock between the calls).
+    wrapBitcoind(t, 'getChainInfo', (original) => async function (this: Bitcoind) {
+      const info = await original.call(this);
+      if (!once) return info;
+      once = false;
+      return { ...info, blocks: info.blocks + 1 };
+    });
+    await f.node.mine(1);
+    await synced(f);
+    assert.equal(once, false, 'the sync was told of a block the node did not have');
+    assert.equal((await getInvoice(f, inv.id)).status, 'paid');
+    assert.equal((f.till.rt.health().chain as any).error, null);
+    assert.deepEqual(lines.filter((l) => l.level >= 40).map((l) => l.msg), [], 'nothing logged as a warning or error');
+  });
+
+  test('a node that keeps naming a height it lacks is an error after one quiet start-over, retried with the backoff (no loop)', async (t) => {
+    const { logger, lines } = capturedLogger();
+    const f = await startChainFixture(t, startFakeNode, { logger });
+    let lying = true;
+    let asked = 0;
+    wrapBitcoind(t, 'getChainInfo', (original) => async function (this: Bitcoind) {
+      const info = await original.call(this);
+      asked++;
+      return lying ? { ...info, blocks: info.blocks + 1 } : info;
+    });
+    void f.till.rt.chain!.requestSync(false, 'test');
+    await waitFor(() => lines.some((l) => l.msg === 'chain sync failed; retrying'), 'the error');
+    assert.equal(asked, 2, 'one quiet start-over, then the error');
+    lying = false;
+    await f.node.mine(1);
+    await synced(f);
   });
 
   test('a block mined between the catch-up and the mempool check: its payment is confirmed, not replaced', async (t) => {
