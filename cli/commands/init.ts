@@ -63,7 +63,12 @@ async function ask(config: Config): Promise<Config> {
     initialValue: config.publicUrl,
     validate: validAs('publicUrl'),
   }));
-  const next: Config = { ...config, network, port, publicUrl: publicUrl.replace(/\/+$/, '') };
+  const rates = answer(await p.text({
+    message: 'USD rate sources, for invoices priced in USD (kraken,bitstamp,coinbase; fixed:<usd> on a box without internet)',
+    initialValue: config.rates,
+    validate: validAs('rates'),
+  }));
+  const next: Config = { ...config, network, port, publicUrl: publicUrl.replace(/\/+$/, ''), rates };
   const rpcUrl = answer(await p.text({ message: 'bitcoind RPC URL', initialValue: rpcUrlFor(next), validate: validAs('rpcUrl') }));
   const cookie = answer(await p.text({ message: 'bitcoind cookie file (RPC credentials)', initialValue: cookiePathFor(next), validate: validAs('rpcCookieFile') }));
   const withNode: Config = { ...next, rpcUrl: rpcUrl === rpcUrlFor(next) ? '' : rpcUrl, rpcCookieFile: cookie === cookiePathFor(next) ? '' : cookie };

@@ -389,17 +389,21 @@ describe('till init', () => {
     await term.expect(/Port to listen/, ENTER);
     await term.expect(/Public URL/, 'https://pay.example.com:84430' + ENTER);
     await term.expect(/public_url must be an http\(s\) URL/, '\x7f'.repeat(30) + 'https://pay.example.com' + ENTER);
+    // A box without internet prices USD invoices at a rate of its own.
+    await term.expect(/USD rate sources/, '\x7f'.repeat(30) + 'fixed:65k' + ENTER);
+    await term.expect(/must be USD per BTC/, '\x7f'.repeat(30) + 'fixed:65000' + ENTER);
     await term.expect(/bitcoind RPC URL/, ENTER);
     await term.expect(/cookie file/, ENTER);
     await term.expect(/Create your first store now\?/, CTRL_C);
     assert.equal(await term.closed, 1);
-    assert.equal((await tillJson(['config', 'show'], { dataDir })).public_url, 'https://pay.example.com');
+    const written = await tillJson(['config', 'show'], { dataDir });
+    assert.deepEqual([written.public_url, written.rates], ['https://pay.example.com', 'fixed:65000']);
   });
 
   test('on a terminal, a key whose first addresses the operator says do not match is retired, never active', async (t) => {
     const dataDir = tempDir(t);
     const term = runTillOnTerminal(['--data-dir', dataDir, 'init'], { TILL_NETWORK: 'regtest' });
-    for (const prompt of [/Which Bitcoin network/, /Port to listen/, /Public URL/, /bitcoind RPC URL/, /cookie file/, /Create your first store now\?/]) await term.expect(prompt, ENTER);
+    for (const prompt of [/Which Bitcoin network/, /Port to listen/, /Public URL/, /USD rate sources/, /bitcoind RPC URL/, /cookie file/, /Create your first store now\?/]) await term.expect(prompt, ENTER);
     await term.expect(/Store name/, 'Shop' + ENTER);
     await term.expect(/Mode/, ENTER);
     await term.expect(/extended public key/, testTpub('init-wrong-wallet') + ENTER);
