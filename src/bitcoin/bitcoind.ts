@@ -38,7 +38,6 @@ export interface UnspentOutput {
  */
 export const SCAN_TIMEOUT_MS = 30 * 60_000;
 const SCAN_ABORT_TIMEOUT_MS = 2_000;
-export const RPC_BLOCK_NOT_FOUND = -5;
 export const RPC_PRUNED_OR_MISC = -1;
 export const RPC_HEIGHT_OUT_OF_RANGE = -8;
 const GENESIS_PREV_HASH = '0'.repeat(64);

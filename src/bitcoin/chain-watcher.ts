@@ -6,7 +6,7 @@ import type { ChainBlock } from '../db/chain-blocks.ts';
 import { watchUntil } from '../domain/invoice-state.ts';
 import { applyBlock, applyChainChange, applyMempoolTx, loadWatchSet, prevHashOf, readBlock, reconcileMempool, recordBlockSeen, scannedBlockFacts, settleWatchEnds, trackedMempoolTxids, type BlockFacts, type BlockHeader } from '../services/chain-payments.ts';
 import type { Context } from '../services/context.ts';
-import { RPC_BLOCK_NOT_FOUND, RPC_HEIGHT_OUT_OF_RANGE, RPC_PRUNED_OR_MISC, type Bitcoind } from './bitcoind.ts';
+import { RPC_HEIGHT_OUT_OF_RANGE, RPC_PRUNED_OR_MISC, type Bitcoind } from './bitcoind.ts';
 import { CHAIN_NAMES } from './node-connection.ts';
 import { RpcError, RpcUnavailableError } from './rpc-client.ts';
 import { WatchSet } from './watch-set.ts';
@@ -71,7 +71,7 @@ export class ChainWatcher {
   #running = false;
   #syncing: Promise<void> | null = null;
   #again: { full: boolean } | null = null;
-  /** The last sync ended because the chain moved under it (reset by a sync that ends otherwise). */
+  /** The last sync ended because the chain moved under it (reset by one that ends otherwise, failures aside). */
   #movedLastSync = false;
   #timer: NodeJS.Timeout | null = null;
   #retry: NodeJS.Timeout | null = null;
@@ -198,6 +198,7 @@ export class ChainWatcher {
       // Cut short (the chain moved under it): the queued re-sync finishes the work; until then Till has not caught up.
       if (!(await this.#catchUpBlocks(info.blocks))) {
         this.#ctx.chain.caughtUp = false;
+        this.#movedLastSync = false;
         return;
       }
       // Only now: the blocks just read may pay invoices whose watch ended since the last prune.
@@ -424,13 +425,16 @@ export class ChainWatcher {
    * transactions back in its mempool before it announces the new tip). Judged
    * in the reorg's own change, so its payment_reversed says what was lost.
    */
-  async #goneWith(stale: readonly ChainBlock[], staleInvoices: readonly StoredInvoice[], connected: readonly BlockFacts[]): Promise<Set<string>> {
+  async #goneWith(stale: readonly ChainBlock[], staleInvoices: readonly StoredInvoice[], connected: readonly BlockFacts[]): Promise<Set<string> | undefined> {
     const staleHashes = new Set(stale.map((b) => b.hash));
     const minedAgain = new Set(connected.flatMap((b) => b.found.map((f) => f.txid)));
     const txids = [...new Set(staleInvoices.flatMap((inv) => inv.payments.filter((p) => staleHashes.has(p.blockHash ?? '')).map((p) => p.txid)))]
       .filter((txid) => !minedAgain.has(txid));
-    if (txids.length === 0) return new Set();
+    if (txids.length === 0) return undefined;
     const inMempool = await this.#o.bitcoind.inMempool(txids);
+    // Asked after the mempool: a block that came in between may mine what the mempool no longer holds. Then
+    // nothing is judged gone here; the mempool check after the blocks looks again, on the chain as it is by then.
+    if ((await this.#o.bitcoind.getChainInfo()).bestBlockHash !== connected.at(-1)!.hash) return undefined;
     return new Set(txids.filter((txid) => !inMempool.has(txid)));
   }
 
@@ -533,13 +537,16 @@ export class ChainWatcher {
   }
 }
 
-/** Core's answer for a block it has pruned away. */
-/** A height above the node's tip, or a block hash it no longer has: the chain moved between two calls. */
+/**
+ * A height above the node's tip: the chain got shorter between two calls (a
+ * reorg, invalidateblock). A block hash that left the best chain is still
+ * answered (Core keeps stale blocks), so that is no such error.
+ */
 function isChainMovedError(err: unknown): boolean {
-  if (!(err instanceof RpcError)) return false;
-  return (err.code === RPC_HEIGHT_OUT_OF_RANGE && /height out of range/i.test(err.message)) || (err.code === RPC_BLOCK_NOT_FOUND && /block not found/i.test(err.message));
+  return err instanceof RpcError && err.code === RPC_HEIGHT_OUT_OF_RANGE && /height out of range/i.test(err.message);
 }
 
+/** Core's answer for a block it has pruned away. */
 function isPrunedError(err: unknown): boolean {
   return err instanceof RpcError && err.code === RPC_PRUNED_OR_MISC && /prun/i.test(err.message);
 }

@@ -6,7 +6,7 @@ import { ManualClock } from '../../../src/clock.ts';
 import type { Runtime } from '../../../src/runtime.ts';
 import { expireDueInvoices } from '../../../src/services/invoices.ts';
 import { updateStore } from '../../../src/services/stores.ts';
-import { createInvoice, eventTypes, getInvoice, restartAndCatchUp, restartTill, startChainFixture, synced, wrapBitcoind } from './helpers.ts';
+import { createInvoice, eventTypes, getInvoice, mineAndSync, restartAndCatchUp, restartTill, startChainFixture, synced, wrapBitcoind } from './helpers.ts';
 import { capturedLogger } from '../../helpers/captured-log.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
 import { startFakeNode } from './nodes.ts';
@@ -78,6 +78,31 @@ describe('chain syncs that do not finish (fake node)', () => {
     lying = false;
     await f.node.mine(1);
     await synced(f);
+  });
+
+  test('a block mining a reorged payment that arrives while Till asks the mempool about it: still a payment, never "replaced"', async (t) => {
+    const f = await startChainFixture(t, startFakeNode, { confirmations: 2 });
+    const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 15 });
+    const txid = await f.node.pay(inv.address, 50_000);
+    await mineAndSync(f); // 1 of 2 confirmations
+    // Past its expiry the invoice waits for its on-time payment's second confirmation.
+    f.till.clock.advance(16 * MIN);
+    assert.equal(await expireDueInvoices(f.till.rt.ctx), 0);
+    let armed = true;
+    wrapBitcoind(t, 'inMempool', (original) => async function (this: Bitcoind, txids: string[]) {
+      if (armed && txids.includes(txid)) {
+        armed = false;
+        await f.node.mine(1); // the reorged payment leaves the mempool for the next block before the answer
+      }
+      return original.call(this, txids);
+    });
+    await f.node.reorg(1, { leaveInMempool: [txid] });
+    await waitFor(() => !armed, 'the mempool asked as the block came in');
+    await synced(f);
+    await mineAndSync(f);
+    const after = await getInvoice(f, inv.id);
+    assert.deepEqual([after.status, after.payments.map((p: any) => p.status)], ['paid', ['confirmed']]);
+    assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid']);
   });
 
   test('a block mined between the catch-up and the mempool check: its payment is confirmed, not replaced', async (t) => {
