@@ -6,7 +6,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { RequestLog } from './middleware/request-context.ts';
 import { clientErrorListener } from './internal/client-error.ts';
-import { closeSilentConnections, CONNECTION_DEADLINES, requestTimeoutOptions, type ConnectionDeadlines } from './internal/connection-deadlines.ts';
+import { CONNECTION_DEADLINES, requestTimeoutOptions, type ConnectionDeadlines } from './internal/connection-deadlines.ts';
 import { directGetsOf } from './internal/direct-get.ts';
 
 export interface HttpServer {
@@ -67,13 +67,12 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
     // allows, and the request answered with its body. A missing Host is refused by the app, in the envelope.
     node: { shouldUpgradeCallback: isWebSocketUpgrade, requireHostHeader: false, ...requestTimeoutOptions(deadlines) },
   });
-  const { responses, beginClosing } = takeRequests(app, server.node);
+  const { responses, answeredEarly, beginClosing } = takeRequests(app, server.node);
   // An Expect other than 100-continue: served as if absent (RFC 9110 10.1.1 lets a server ignore it), not a bare 417.
   server.node?.server?.on('checkExpectation', (req, res) => server.node!.server!.emit('request', req, res));
   // Responses begun, or owed to a request read in full: a parser error's answer may not go before them.
   const answering = (socket: Socket) => [...(responses.get(socket) ?? [])].filter((res) => !res.writableFinished && (res.headersSent || res.req.complete));
-  server.node?.server?.on('clientError', clientErrorListener(answering, opts.log));
-  if (server.node?.server) closeSilentConnections(server.node.server, deadlines.headersMs);
+  server.node?.server?.on('clientError', clientErrorListener({ answering, answered: (socket) => answeredEarly.has(socket) }, opts.log));
   await server.ready();
   // Upgraded sockets leave the HTTP server's books: closing it neither ends
   // them nor finishes while they are open. Track them to drop them on close.
@@ -115,16 +114,19 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
  * yet begun says Connection: close, and a kept-alive connection is closed as
  * soon as its answer is out: the server's close need not wait out its grace.
  */
-function takeRequests(app: H3, node: ReturnType<typeof serve>['node']): { responses: WeakMap<Socket, Set<ServerResponse>>; beginClosing(): void } {
+function takeRequests(app: H3, node: ReturnType<typeof serve>['node']): { responses: WeakMap<Socket, Set<ServerResponse>>; answeredEarly: WeakSet<Socket>; beginClosing(): void } {
   const responses = new WeakMap<Socket, Set<ServerResponse>>();
+  // Connections whose request in progress was answered before its body was in (a 413, a 401): Node reads the rest.
+  const answeredEarly = new WeakSet<Socket>();
   const unfinished = new Set<ServerResponse>();
   let closing = false;
-  if (!node?.server) return { responses, beginClosing: () => {} };
+  if (!node?.server) return { responses, answeredEarly, beginClosing: () => {} };
   const direct = directGetsOf(app);
   const { server, handler } = node;
   server.off('request', handler);
   if (server.listenerCount('request') !== 0) throw new Error('srvx request listener not found');
   server.on('request', (req, res) => {
+    answeredEarly.delete(req.socket);
     let open = responses.get(req.socket);
     if (!open) responses.set(req.socket, (open = new Set()));
     // A client that pipelines requests without reading the answers would have them pile up here (each is
@@ -137,6 +139,7 @@ function takeRequests(app: H3, node: ReturnType<typeof serve>['node']): { respon
     res.once('close', () => {
       open.delete(res);
       unfinished.delete(res);
+      if (!req.complete) answeredEarly.add(req.socket);
       // Begun before the close: its connection, idle now, would wait for the grace.
       if (closing && 'closeIdleConnections' in server) setImmediate(() => server.closeIdleConnections());
     });
@@ -144,6 +147,7 @@ function takeRequests(app: H3, node: ReturnType<typeof serve>['node']): { respon
   });
   return {
     responses,
+    answeredEarly,
     beginClosing() {
       closing = true;
       for (const res of unfinished) if (!res.headersSent) res.shouldKeepAlive = false;

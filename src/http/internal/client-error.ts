@@ -25,18 +25,28 @@ function refusal(code: string | undefined): ApiError {
   }
 }
 
+/** What the server knows of a connection's requests. */
+export interface ConnectionAnswers {
+  /** Responses under way: one being written, or owed to a request read in full before the bad one (pipelined). */
+  answering(socket: Socket): ServerResponse[];
+  /** Whether the request in progress was answered already, before its body was in (a 413, a 401). */
+  answered(socket: Socket): boolean;
+}
+
 /**
  * A node:http server 'clientError' listener. Where responses are under way on
- * the connection (`answering`: one being written, or owed to a request read
- * in full before the bad one, pipelined), they are let finish and the
- * connection is closed after them, the bad request unanswered: a 400 among
- * them would be read as one of their answers. Otherwise the envelope, then
- * close. Each 400 is logged like a request, with no method or path to tell.
+ * the connection, they are let finish and the connection is closed after them,
+ * the bad request unanswered: a 400 among them would be read as one of their
+ * answers. A request answered before its body was in (whose body then stalls
+ * past its deadline, say) gets no second answer: the connection closes.
+ * Otherwise the envelope, then close. Each 400 is logged like a request, with
+ * no method or path to tell.
  */
-export function clientErrorListener(answering: (socket: Socket) => ServerResponse[], log?: RequestLog): (err: Error & { code?: string }, socket: Socket) => void {
+export function clientErrorListener(connection: ConnectionAnswers, log?: RequestLog): (err: Error & { code?: string }, socket: Socket) => void {
   return (err, socket) => {
+    if (connection.answered(socket)) return void socket.destroy(err);
     const reachable = err.code !== 'ECONNRESET' && socket.writable;
-    const owed = reachable ? answering(socket) : [];
+    const owed = reachable ? connection.answering(socket) : [];
     if (owed.length > 0) {
       let left = owed.length;
       for (const res of owed) res.once('close', () => --left === 0 && socket.destroy(err));

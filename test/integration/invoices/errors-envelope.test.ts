@@ -308,6 +308,16 @@ describe('bodies Node parses first, on a raw socket (socket)', () => {
     assert.match(text, /"code":"validation_error".*not received in time/);
   });
 
+  test('a request answered before its body is in (413, 401) whose body then stalls: that one answer, then the connection closes', async (t) => {
+    const own = await startTestTill(t, { deadlines: { headersMs: 300, requestMs: 600 } });
+    const ownKey = setupStore(own).key;
+    for (const [auth, length, expected] of [[ownKey, LIMIT + 1, 413], ['svc_test_wrong', 20, 401]] as const) {
+      const stalled = `POST /v1/invoices HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${auth}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n{"amount_sats":`;
+      const text = await rawConversation(own.url, stalled);
+      assert.deepEqual([...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1])), [expected], text);
+    }
+  });
+
   test('a malformed chunk size -> 400 validation_error envelope', async () => {
     const res = await assertWritesNothing(till(), () => rawRequest(till().url, head('Transfer-Encoding: chunked\r\n') + 'zz\r\n{}\r\n0\r\n\r\n'));
     assertError(res, 400, 'validation_error');
