@@ -51,22 +51,23 @@ function publishBackupFolder(partial: string, out: string, now: number): string 
 
 /**
  * What a restore of this backup would find wrong with its secret.key (the data
- * dir's, as copied), or null: a key Till cannot use, or webhook secrets in the
- * copied database it does not open (another till's key). Said, not refused: the
- * database is worth keeping all the same.
+ * dir's, just copied into it), or null: a key Till cannot use, or webhook
+ * secrets in the copied database it does not open (another till's key). Said,
+ * not refused: the database is worth keeping all the same, and so is a backup
+ * this check itself fails on.
  */
 function secretKeyProblem(dataDir: string, copy: Database.Database): string | null {
-  const secrets = openSecretBox(dataDir, { sealedSecrets: () => 1 });
   try {
+    const secrets = openSecretBox(dataDir, { sealedSecrets: () => 1 });
     secrets.load();
+    const unreadable = listUnreadableSecrets({ secrets, repos: { webhookEndpoints: createWebhookEndpointsRepo(copy) } }).length;
+    if (unreadable === 0) return null;
+    return `${unreadable} webhook signing secret${unreadable === 1 ? '' : 's'} in this backup cannot be opened with its secret.key (another till's key?): ` +
+      'deliveries they sign fail, here and after a restore, until they are replaced (till webhooks rotate --unreadable)';
   } catch (err) {
     if (err instanceof SecretKeyError) return `${err.message}. This backup's copy of it is no better`;
-    throw err;
+    return `the backup's secret.key could not be checked against its webhook secrets (${(err as Error).message})`;
   }
-  const unreadable = listUnreadableSecrets({ secrets, repos: { webhookEndpoints: createWebhookEndpointsRepo(copy) } }).length;
-  if (unreadable === 0) return null;
-  return `${unreadable} webhook signing secret${unreadable === 1 ? '' : 's'} in this backup cannot be opened with its secret.key (another till's key?): ` +
-    'deliveries they sign fail, here and after a restore, until they are replaced (till webhooks rotate --unreadable)';
 }
 
 /** On disk before the folder is named: a power cut after the rename must not find the files' blocks missing. */
