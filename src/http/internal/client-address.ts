@@ -38,29 +38,35 @@ export function clientAddress(peer: string | undefined, forwardedFor: string | n
 /**
  * What a client's streams count against: an IPv4 address, or an IPv6
  * address's /64. An IPv6 subscriber is given a /64 (or more) and may use any
- * address in it, so per address one client could take every stream slot.
+ * address in it, so per address one client could take every stream slot. An
+ * IPv6 address that carries an IPv4 one (IPv4-mapped in any spelling, or
+ * NAT64's 64:ff9b::/96, as a translator in front writes them) counts as that
+ * IPv4 address: its /64 would be every IPv4 client at once.
  */
 export function clientKey(address: string): string {
   if (isIP(address) !== 6) return address;
-  return `${expandIpv6(address).slice(0, 4).join(':')}::/64`;
+  const groups = ipv6Groups(address);
+  const zeros = (from: number, to: number) => groups.slice(from, to).every((g) => g === 0);
+  const mapped = zeros(0, 5) && groups[5] === 0xffff;
+  const nat64 = groups[0] === 0x64 && groups[1] === 0xff9b && zeros(2, 6);
+  if (mapped || nat64) return [groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff].join('.');
+  return `${groups.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
 }
 
-/** The eight 16-bit groups of an IPv6 address, in lower-case hex without leading zeros. */
-function expandIpv6(address: string): string[] {
-  const plain = address.split('%')[0]!.toLowerCase();
-  const toGroups = (part: string): string[] => {
+/** The eight 16-bit groups of an IPv6 address (one isIP accepts). */
+function ipv6Groups(address: string): number[] {
+  const plain = address.split('%')[0]!;
+  const toGroups = (part: string): number[] => {
     if (part === '') return [];
     return part.split(':').flatMap((group) => {
-      if (!group.includes('.')) return [group];
-      // An IPv4 tail (64:ff9b::192.0.2.1) is the last two groups.
+      if (!group.includes('.')) return [Number.parseInt(group, 16)];
+      // An IPv4 tail (::ffff:192.0.2.1) is the last two groups.
       const [a, b, c, d] = group.split('.').map(Number) as [number, number, number, number];
-      return [((a << 8) | b).toString(16), ((c << 8) | d).toString(16)];
+      return [(a << 8) | b, (c << 8) | d];
     });
   };
   const [head, tail] = plain.split('::') as [string, string | undefined];
   const left = toGroups(head);
   const right = tail === undefined ? [] : toGroups(tail);
-  const groups = [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
-  return groups.map((group) => Number.parseInt(group, 16).toString(16));
+  return [...left, ...Array<number>(8 - left.length - right.length).fill(0), ...right];
 }
-

@@ -33,7 +33,12 @@ const keyFixtures: Array<{ description: string; address: string; key: string }> 
   { description: 'IPv6 compressed, upper case, leading zeros: the same /64', address: '2001:0DB8:0001:0002::1', key: '2001:db8:1:2::/64' },
   { description: 'IPv6 compressed in the prefix', address: '2001:db8::1', key: '2001:db8:0:0::/64' },
   { description: 'IPv6 loopback', address: '::1', key: '0:0:0:0::/64' },
-  { description: 'IPv6 with an IPv4 tail', address: '64:ff9b::192.0.2.1', key: '64:ff9b:0:0::/64' },
+  { description: 'IPv6 with an IPv4 tail', address: '2001:db8:1:2::192.0.2.1', key: '2001:db8:1:2::/64' },
+  { description: 'NAT64 (64:ff9b::/96): the IPv4 address it carries', address: '64:ff9b::192.0.2.1', key: '192.0.2.1' },
+  { description: 'NAT64 in hex groups: the same IPv4 address', address: '64:FF9B::C000:201', key: '192.0.2.1' },
+  { description: 'IPv4-mapped spelled in full: the IPv4 address', address: '0:0:0:0:0:ffff:1.2.3.4', key: '1.2.3.4' },
+  { description: 'IPv4-mapped in hex groups: the IPv4 address', address: '::ffff:102:304', key: '1.2.3.4' },
+  { description: 'the unspecified address', address: '::', key: '0:0:0:0::/64' },
   { description: 'IPv6 with a zone', address: 'fe80::1%eth0', key: 'fe80:0:0:0::/64' },
   { description: 'all eight groups, compressed at the end', address: '2001:db8:1:2:ffff::', key: '2001:db8:1:2::/64' },
 ];
