@@ -72,7 +72,7 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
   server.node?.server?.on('checkExpectation', (req, res) => server.node!.server!.emit('request', req, res));
   // Responses begun, or owed to a request read in full: a parser error's answer may not go before them.
   const answering = (socket: Socket) => [...(responses.get(socket) ?? [])].filter((res) => !res.writableFinished && (res.headersSent || res.req.complete));
-  server.node?.server?.on('clientError', clientErrorListener({ answering, answered: (socket) => answeredEarly.has(socket) }, opts.log));
+  server.node?.server?.on('clientError', clientErrorListener({ answering, answered: (socket) => answeredEarly.get(socket)?.complete === false }, opts.log));
   await server.ready();
   // Upgraded sockets leave the HTTP server's books: closing it neither ends
   // them nor finishes while they are open. Track them to drop them on close.
@@ -114,10 +114,11 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
  * yet begun says Connection: close, and a kept-alive connection is closed as
  * soon as its answer is out: the server's close need not wait out its grace.
  */
-function takeRequests(app: H3, node: ReturnType<typeof serve>['node']): { responses: WeakMap<Socket, Set<ServerResponse>>; answeredEarly: WeakSet<Socket>; beginClosing(): void } {
+function takeRequests(app: H3, node: ReturnType<typeof serve>['node']): { responses: WeakMap<Socket, Set<ServerResponse>>; answeredEarly: WeakMap<Socket, IncomingMessage>; beginClosing(): void } {
   const responses = new WeakMap<Socket, Set<ServerResponse>>();
-  // Connections whose request in progress was answered before its body was in (a 413, a 401): Node reads the rest.
-  const answeredEarly = new WeakSet<Socket>();
+  // The request each connection answered before its body was in (a 413, a 401), Node reading the rest: until
+  // its body is complete (set by the parser before it reads further), errors are that request's.
+  const answeredEarly = new WeakMap<Socket, IncomingMessage>();
   const unfinished = new Set<ServerResponse>();
   let closing = false;
   if (!node?.server) return { responses, answeredEarly, beginClosing: () => {} };
@@ -126,7 +127,6 @@ function takeRequests(app: H3, node: ReturnType<typeof serve>['node']): { respon
   server.off('request', handler);
   if (server.listenerCount('request') !== 0) throw new Error('srvx request listener not found');
   server.on('request', (req, res) => {
-    answeredEarly.delete(req.socket);
     let open = responses.get(req.socket);
     if (!open) responses.set(req.socket, (open = new Set()));
     // A client that pipelines requests without reading the answers would have them pile up here (each is
@@ -139,7 +139,7 @@ function takeRequests(app: H3, node: ReturnType<typeof serve>['node']): { respon
     res.once('close', () => {
       open.delete(res);
       unfinished.delete(res);
-      if (!req.complete) answeredEarly.add(req.socket);
+      if (!req.complete) answeredEarly.set(req.socket, req);
       // Begun before the close: its connection, idle now, would wait for the grace.
       if (closing && 'closeIdleConnections' in server) setImmediate(() => server.closeIdleConnections());
     });

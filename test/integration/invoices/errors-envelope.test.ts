@@ -316,6 +316,17 @@ describe('bodies Node parses first, on a raw socket (socket)', () => {
       const text = await rawConversation(own.url, stalled);
       assert.deepEqual([...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1])), [expected], text);
     }
+    // Its body complete after all, the connection's next request is a new one: a malformed one gets its envelope.
+    const whole = `POST /v1/invoices HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer svc_test_wrong\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n{"amount_sats":1000}`;
+    const next = 'GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n';
+    let rest: string | null = `${whole.slice(-5)}${next}`;
+    const text = await rawConversation(own.url, whole.slice(0, -5), (got) => {
+      if (!got.includes('HTTP/1.1 401')) return null;
+      const send = rest;
+      rest = null;
+      return send;
+    });
+    assert.deepEqual([...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1])), [401, 400], text);
   });
 
   test('a malformed chunk size -> 400 validation_error envelope', async () => {
