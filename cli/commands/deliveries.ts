@@ -17,8 +17,15 @@ export function deliveriesCommand(): Command {
     .addOption(new Option('--limit <n>', 'at most this many (1-10000)').default(50).argParser(parseIntegerOption('--limit', 1, 10_000)))
     .action(function (this: Command) {
       const o = this.opts();
-      const ds = withContext(this, (ctx) => listDeliveries(ctx, { status: o.status, storeId: o.store, limit: o.limit })).map((d) => deliveryView(d));
-      emit(this.optsWithGlobals(), ds, () => table(ds.map((d) => [d.id, d.status, plural(d.total_attempts, 'try', 'tries'), String(d.last_error ?? d.last_status_code ?? '-'), d.url])));
+      const { ds, kinds } = withContext(this, (ctx) => {
+        const list = listDeliveries(ctx, { status: o.status, storeId: o.store, limit: o.limit });
+        return { ds: list.map((d) => deliveryView(d)), kinds: ctx.repos.events.kindsOf(list.map((d) => d.eventId)) };
+      });
+      // The text names each delivery's event and invoice, to tell them apart; the JSON has event_id for that.
+      emit(this.optsWithGlobals(), ds, () => table(ds.map((d) => [
+        d.id, d.status, plural(d.total_attempts, 'try', 'tries'), String(d.last_error ?? d.last_status_code ?? '-'),
+        kinds.get(d.event_id)?.type ?? '-', kinds.get(d.event_id)?.invoiceId ?? '-', d.url,
+      ])));
     });
 
   cmd.command('show').description('one delivery with every attempt, status code and response body').argument('<id>', 'delivery id (dlv_…)')

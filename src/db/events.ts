@@ -41,6 +41,7 @@ export function createEventsRepo(db: Db) {
     'INSERT INTO events (id, type, store_id, invoice_id, livemode, created_at, body) VALUES (@id, @type, @storeId, @invoiceId, @livemode, @createdAt, @body)',
   );
   const ofInvoice = db.prepare<[string], Row>('SELECT * FROM events WHERE invoice_id = ? ORDER BY seq');
+  const kindsOf = db.prepare<[string], { id: string; type: string; invoice_id: string | null }>('SELECT id, type, invoice_id FROM events WHERE id IN (SELECT value FROM json_each(?))');
   const oldestAfter = db.prepare<[number, number], { seq: number; id: string; created_at: number; dispatched: number }>(
     'SELECT seq, id, created_at, dispatched FROM events WHERE seq > ? ORDER BY seq LIMIT ?',
   );
@@ -60,6 +61,10 @@ export function createEventsRepo(db: Db) {
     },
     listForInvoice(invoiceId: string): EventRecord[] {
       return ofInvoice.all(invoiceId).map(toRecord);
+    },
+    /** The type and invoice of each of these events, without their bodies: for listings. */
+    kindsOf(ids: readonly string[]): Map<string, { type: string; invoiceId: string | null }> {
+      return new Map(kindsOf.all(JSON.stringify(ids)).map((r) => [r.id, { type: r.type, invoiceId: r.invoice_id }]));
     },
     /** Events after `seq` in the order they were written, without their bodies: for pruning. */
     oldestAfter(seq: number, limit: number): Array<{ seq: number; id: string; createdAt: number; dispatched: boolean }> {

@@ -113,7 +113,7 @@ describe('webhook delivery', () => {
   test('a retry waiting when its endpoint is disabled is a dead letter at once, saying why, and replayable once enabled; deleting does the same', async (t) => {
     const f = await startWebhookFixture(t, { events: ['invoice.created'] });
     f.receiver.respondWith(answer.status(500), answer.status(500));
-    await createInvoice(f);
+    const inv = await createInvoice(f);
     await f.till.rt.webhooks.runOnce();
     const [waiting] = deliveriesOf(f.till);
     assert.equal(waiting!.status, 'attempting');
@@ -123,7 +123,8 @@ describe('webhook delivery', () => {
     assert.deepEqual([held.status, held.nextAttemptAt, held.lastError], ['dead_letter', null, 'endpoint disabled']);
     // The CLI's text says why, which its attempts (a 500) do not.
     assert.match((await runTillBeside(f.till, ['deliveries', 'show', held.id])).stdout, /last error: endpoint disabled/);
-    assert.match((await runTillBeside(f.till, ['deliveries', 'list'])).stdout, new RegExp(`${held.id}\\s+dead_letter\\s+1 try\\s+endpoint disabled`));
+    // Each line names its event and invoice: deliveries are told apart without a `show` each.
+    assert.match((await runTillBeside(f.till, ['deliveries', 'list'])).stdout, new RegExp(`${held.id}\\s+dead_letter\\s+1 try\\s+endpoint disabled\\s+invoice\\.created\\s+${inv.id}\\s+http`));
     assert.equal((await runTillBeside(f.till, ['webhooks', 'enable', '--store', f.store.storeId, f.endpointId])).code, 0);
     const replay = await runTillBeside(f.till, ['deliveries', 'replay', held.id]);
     assert.equal(replay.code, 0, replay.stderr);
