@@ -390,6 +390,7 @@ export class ChainWatcher {
     const staleInvoices = stale.flatMap((b) => ctx.repos.invoices.listWithPaymentsInBlock(b.hash));
     for (const inv of staleInvoices) this.#watch!.add(inv.scriptHex, inv.rowid);
     const connected: BlockFacts[] = [];
+    const doubleSpends = new DoubleSpendFinder(ctx, stale, staleInvoices);
     let prevHash = kept?.hash ?? null;
     for (let height = lowest.height; height <= Math.min(nodeHeight, tip.height + REORG_SPAN); height++) {
       const block = await this.#getBlockUnlessPruned(height);
@@ -408,34 +409,14 @@ export class ChainWatcher {
         return null;
       }
       connected.push(facts);
+      doubleSpends.read(block);
       prevHash = facts.hash;
     }
     // Only in step with the node: while catching up an invoice cannot expire on this change (blocks are unread),
     // so its loss is left to the mempool check after the blocks, which judges it as of then (waited, then expired).
-    const gone = ctx.chain.caughtUp && connected.at(-1)?.height === nodeHeight ? await this.#goneWith(stale, staleInvoices, connected) : undefined;
-    if (!this.#running) return null;
+    const gone = ctx.chain.caughtUp ? doubleSpends.found : undefined;
     this.#publish(applyChainChange(ctx, { disconnected: stale, connected, gone }, ctx.clock.now()));
     return (connected.at(-1)?.height ?? lowest.height - 1) + 1;
-  }
-
-  /**
-   * The stale blocks' payment transactions that the whole new branch (read up
-   * to the node's tip) does not mine and the node's mempool does not hold: the
-   * branch mined a double spend of them (the node puts a disconnected block's
-   * transactions back in its mempool before it announces the new tip). Judged
-   * in the reorg's own change, so its payment_reversed says what was lost.
-   */
-  async #goneWith(stale: readonly ChainBlock[], staleInvoices: readonly StoredInvoice[], connected: readonly BlockFacts[]): Promise<Set<string> | undefined> {
-    const staleHashes = new Set(stale.map((b) => b.hash));
-    const minedAgain = new Set(connected.flatMap((b) => b.found.map((f) => f.txid)));
-    const txids = [...new Set(staleInvoices.flatMap((inv) => inv.payments.filter((p) => staleHashes.has(p.blockHash ?? '')).map((p) => p.txid)))]
-      .filter((txid) => !minedAgain.has(txid));
-    if (txids.length === 0) return undefined;
-    const inMempool = await this.#o.bitcoind.inMempool(txids);
-    // Asked after the mempool: a block that came in between may mine what the mempool no longer holds. Then
-    // nothing is judged gone here; the mempool check after the blocks looks again, on the chain as it is by then.
-    if ((await this.#o.bitcoind.getChainInfo()).bestBlockHash !== connected.at(-1)!.hash) return undefined;
-    return new Set(txids.filter((txid) => !inMempool.has(txid)));
   }
 
   /**
@@ -534,6 +515,35 @@ export class ChainWatcher {
     if (bestBlockHash === this.#ctx.repos.chainBlocks.tip()?.hash) return true;
     this.#startOver();
     return false;
+  }
+}
+
+/**
+ * The stale blocks' payments that a new-branch block double-spends: one of its
+ * transactions spends what a payment's transaction spent (payment_spends). Only
+ * that is proof of a loss: a payment the node did not take back into its
+ * mempool (a full mempool, its own policy) may still be mined, and is left to
+ * the mempool check after the blocks.
+ */
+class DoubleSpendFinder {
+  readonly found = new Set<string>();
+  readonly #payerOf = new Map<string, string>();
+
+  constructor(ctx: Context, stale: readonly ChainBlock[], staleInvoices: readonly StoredInvoice[]) {
+    const staleHashes = new Set(stale.map((b) => b.hash));
+    const txids = new Set(staleInvoices.flatMap((inv) => inv.payments.filter((p) => staleHashes.has(p.blockHash ?? '')).map((p) => p.txid)));
+    for (const txid of txids) for (const outpoint of ctx.repos.paymentSpends.spentBy([txid])) this.#payerOf.set(outpoint, txid);
+  }
+
+  read(block: Block): void {
+    if (this.#payerOf.size === 0) return;
+    for (const tx of block.transactions ?? []) {
+      for (const input of tx.ins) {
+        const payer = this.#payerOf.get(`${Buffer.from(input.hash).reverse().toString('hex')}:${input.index}`);
+        // The payment's own transaction, mined again, spends them too.
+        if (payer !== undefined && tx.getId() !== payer) this.found.add(payer);
+      }
+    }
   }
 }
 

@@ -256,9 +256,8 @@ export interface ChainChange {
   disconnected: Array<{ height: number; hash: string }>;
   connected: BlockFacts[];
   /**
-   * Transactions of the disconnected blocks' payments that neither the new
-   * branch nor the node's mempool holds (the branch mined a double spend):
-   * replaced, not back to unconfirmed.
+   * Transactions of the disconnected blocks' payments that a block of the new
+   * branch double-spends: replaced, not back to unconfirmed.
    */
   gone?: ReadonlySet<string>;
 }

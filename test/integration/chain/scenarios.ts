@@ -530,6 +530,20 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.deepEqual([told.status, told.amount_received_sats, told.payments.map((p: any) => p.status)], ['paid', 0, ['replaced']]);
   });
 
+  onFake('a reorg whose new branch lacks a paid invoice\'s payment, which the node did not take back into its mempool (its policy, a full mempool): no proof of a loss, payment_reversed shows it unconfirmed', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const inv = await createInvoice(f);
+    const txid = await f.node.pay(inv.address, 50_000);
+    await mineAndSync(f);
+    evictFromTillsNode(t, txid);
+    await f.node.reorg(1, { leaveInMempool: [txid] });
+    await synced(f);
+    const reversal = f.till.rt.ctx.repos.events.listForInvoice(inv.id).find((e) => e.type === 'invoice.payment_reversed');
+    assert.ok(reversal, eventTypes(f, inv.id).join(','));
+    const told = JSON.parse(reversal.body).data.invoice;
+    assert.deepEqual([told.amount_received_sats, told.payments.map((p: any) => p.status)], [50_000, ['mempool']]);
+  });
+
   onFake('a running Till reads a reorg double-spending the on-time payment an invoice waits for past its expiry: expired now, late window from now', async (t) => {
     const { f, inv, txid } = await stuckPastExpiry(t, { confirmations: 2, mined: true }); // 1 of 2 confirmations
     f.till.clock.advance(60_000);
