@@ -4,7 +4,7 @@ import type { StoredInvoice } from '../db/invoices.ts';
 import type { Logger } from '../log.ts';
 import type { ChainBlock } from '../db/chain-blocks.ts';
 import { watchUntil } from '../domain/invoice-state.ts';
-import { applyBlock, applyChainChange, applyMempoolTx, loadWatchSet, prevHashOf, readBlock, reconcileMempool, recordBlockSeen, scannedBlockFacts, settleWatchEnds, trackedMempoolTxids, type BlockFacts, type BlockHeader } from '../services/chain-payments.ts';
+import { applyBlock, applyChainChange, applyMempoolTx, loadWatchSet, prevHashOf, readBlock, reconcileMempool, recordBlockSeen, scannedBlockFacts, settleWatchEnds, spentOutpoints, trackedMempoolTxids, type BlockFacts, type BlockHeader } from '../services/chain-payments.ts';
 import type { Context } from '../services/context.ts';
 import { RPC_HEIGHT_OUT_OF_RANGE, RPC_PRUNED_OR_MISC, type Bitcoind } from './bitcoind.ts';
 import { CHAIN_NAMES } from './node-connection.ts';
@@ -538,8 +538,8 @@ class DoubleSpendFinder {
   read(block: Block): void {
     if (this.#payerOf.size === 0) return;
     for (const tx of block.transactions ?? []) {
-      for (const input of tx.ins) {
-        const payer = this.#payerOf.get(`${Buffer.from(input.hash).reverse().toString('hex')}:${input.index}`);
+      for (const outpoint of spentOutpoints(tx)) {
+        const payer = this.#payerOf.get(outpoint);
         // The payment's own transaction, mined again, spends them too.
         if (payer !== undefined && tx.getId() !== payer) this.found.add(payer);
       }

@@ -179,7 +179,7 @@ export function applyMempoolTx(ctx: Context, watch: WatchSet, tx: Transaction, f
 }
 
 /** `<txid>:<vout>` of each output a transaction spends. */
-function spentOutpoints(tx: Transaction): string[] {
+export function spentOutpoints(tx: Transaction): string[] {
   return tx.ins.map((i) => `${Buffer.from(i.hash).reverse().toString('hex')}:${i.index}`);
 }
 
