@@ -35,7 +35,7 @@ async function start(t: TestContext): Promise<string> {
 
 const status = (text: string) => [...text.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map((m) => Number(m[1]));
 
-// Each past its deadline: the 400 envelope "not received in time" (Node's, from the clientError listener), then the connection closes.
+// Each past its deadline (timed by Node): the 400 envelope "not received in time" from the clientError listener, then the connection closes.
 for (const [what, bytes] of [
   ['a connection that sends nothing', ''],
   ['headers that stop half-way', 'GET /hello HTTP/1.1\r\nHost: x\r\n'],
