@@ -28,3 +28,8 @@ export function rawConversation(url: string, bytes: string, reply: (got: string)
     socket.write(bytes);
   });
 }
+
+/** The status codes of every HTTP/1.1 response in a conversation's text, in order (a response may follow a body directly). */
+export function statusCodes(text: string): number[] {
+  return [...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
+}

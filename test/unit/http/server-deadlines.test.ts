@@ -7,7 +7,7 @@ import { connect } from 'node:net';
 import { test, type TestContext } from 'node:test';
 import { H3 } from 'h3';
 import { listen } from '../../../src/http/server.ts';
-import { rawConversation } from '../../helpers/raw-http.ts';
+import { rawConversation, statusCodes } from '../../helpers/raw-http.ts';
 
 const DEADLINES = { headersMs: 1000, requestMs: 2000 };
 const CHUNKS = 8;
@@ -33,8 +33,6 @@ async function start(t: TestContext): Promise<string> {
   return server.url;
 }
 
-const status = (text: string) => [...text.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map((m) => Number(m[1]));
-
 // Each past its deadline (timed by Node): the 400 envelope "not received in time" from the clientError listener, then the connection closes.
 for (const [what, bytes] of [
   ['a connection that sends nothing', ''],
@@ -43,7 +41,7 @@ for (const [what, bytes] of [
 ] as const) {
   test(`${what}: the 400 envelope "not received in time" once its deadline passes, then the connection closes`, async (t) => {
     const text = await rawConversation(await start(t), bytes);
-    assert.deepEqual(status(text), [400]);
+    assert.deepEqual(statusCodes(text), [400]);
     assert.match(text, /"code":"validation_error".*not received in time/);
   });
 }
@@ -63,13 +61,13 @@ test('a connection opened early whose request begins within the deadline and end
   await new Promise((r) => setTimeout(r, DEADLINES.headersMs * 0.6));
   socket.write('Host: x\r\nConnection: close\r\n\r\n');
   await closed;
-  assert.deepEqual(status(got), [200]);
+  assert.deepEqual(statusCodes(got), [200]);
   assert.match(got, /\r\n\r\nhi$/);
 });
 
 test('an answer that streams for longer than both deadlines is not cut', async (t) => {
   const url = await start(t);
   const text = await rawConversation(url, 'GET /stream HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
-  assert.deepEqual(status(text), [200]);
+  assert.deepEqual(statusCodes(text), [200]);
   for (let i = 1; i <= CHUNKS; i++) assert.match(text, new RegExp(`chunk${i};`));
 });
