@@ -290,12 +290,13 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
       }
       return entry;
     };
+    // A disconnected block's payment is unconfirmed again, unless the new branch double-spent it.
+    const unmined = (p: Payment) => (change.gone?.has(p.txid) ? ('replaced' as const) : ('mempool' as const));
     for (const { height, hash } of change.disconnected) {
       ctx.chain.blockChanges++;
       for (const inv of ctx.repos.invoices.listWithPaymentsInBlock(hash)) {
         const entry = take(inv.id, () => inv);
-        const status = (p: Payment) => (change.gone?.has(p.txid) ? ('replaced' as const) : ('mempool' as const));
-        entry.payments = entry.payments.map((p) => (p.blockHash === hash ? { ...p, status: status(p), confirmations: 0, blockHeight: null, blockHash: null } : p));
+        entry.payments = entry.payments.map((p) => (p.blockHash === hash ? { ...p, status: unmined(p), confirmations: 0, blockHeight: null, blockHash: null } : p));
       }
       ctx.repos.chainBlocks.remove(height);
     }
