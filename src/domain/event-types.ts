@@ -8,6 +8,7 @@ export const EVENT_TYPES = [
   'invoice.expired',
   'invoice.cancelled',
   'invoice.payment_reversed',
+  'invoice.payment_restored',
 ] as const;
 
 export type InvoiceEventType = (typeof EVENT_TYPES)[number];

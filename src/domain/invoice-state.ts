@@ -45,7 +45,7 @@ export type Fact =
 
 export interface DomainEvent {
   type: InvoiceEventType;
-  /** The payment a payment_detected or payment_reversed is about. */
+  /** The payment a payment_detected, payment_reversed or payment_restored is about. */
   payment?: { txid: string; vout: number };
 }
 
@@ -170,10 +170,10 @@ function applyPayments(invoice: Invoice, reported: Payment[], judged: Judged, no
     .filter((p) => !known.has(outpointKey(p)))
     .map((p) => ({ type: 'invoice.payment_detected', payment: outpointOf(p) }));
   const settled = settle(invoice.payments, { ...structuredClone(invoice), payments }, judged);
-  const reversed = findReversal(invoice, settled.invoice);
+  const covering = findCoverageChange(invoice, settled.invoice);
   return {
     invoice: settled.invoice,
-    events: [...detected, ...settled.events, ...(reversed ? [reversed] : [])],
+    events: [...detected, ...settled.events, ...(covering ? [covering] : [])],
   };
 }
 
@@ -227,15 +227,24 @@ function cancel(invoice: Invoice, now: number): Transition {
   };
 }
 
-/** A paid invoice whose held payments stop covering the amount in this fact. */
-function findReversal(before: Invoice, after: Invoice): DomainEvent | null {
+/**
+ * A paid invoice whose held payments stop covering the amount in this fact
+ * (payment_reversed), or cover it again after that (payment_restored: mined
+ * again after a reorg, back after an eviction, or new money), so a merchant
+ * who held the order on the one hears when to release it. Both by one rule:
+ * for each reversal, at most one restoration.
+ */
+function findCoverageChange(before: Invoice, after: Invoice): DomainEvent | null {
   if (before.status !== 'paid' && before.status !== 'late_paid') return null;
   const held = (p: Payment) => isCounting(p) && (before.confirmationsRequired === 0 || p.status === 'confirmed');
   const covered = (payments: readonly Payment[]) => sumSats(payments, held) >= before.amountSats;
-  if (!covered(before.payments) || covered(after.payments)) return null;
-  const stillHeld = new Set(after.payments.filter(held).map(outpointKey));
-  const lost = before.payments.find((p) => held(p) && !stillHeld.has(outpointKey(p)));
-  return { type: 'invoice.payment_reversed', ...(lost ? { payment: outpointOf(lost) } : {}) };
+  const [was, is] = [covered(before.payments), covered(after.payments)];
+  if (was === is) return null;
+  // The payment that went, or one that came back (held now, not before).
+  const [from, to] = was ? [before.payments, after.payments] : [after.payments, before.payments];
+  const other = new Set(to.filter(held).map(outpointKey));
+  const named = from.find((p) => held(p) && !other.has(outpointKey(p)));
+  return { type: was ? 'invoice.payment_reversed' : 'invoice.payment_restored', ...(named ? { payment: outpointOf(named) } : {}) };
 }
 
 /**

@@ -544,6 +544,22 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.deepEqual([told.amount_received_sats, told.payments.map((p: any) => p.status)], [50_000, ['mempool']]);
   });
 
+  test('a reorg that puts a paid invoice\'s payment back in the mempool, then a block mining it: payment_reversed, then payment_restored naming it, once each', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const inv = await createInvoice(f);
+    const txid = await f.node.pay(inv.address, 50_000);
+    await mineAndSync(f);
+    await f.node.reorg(1, { leaveInMempool: [txid] });
+    await synced(f);
+    assert.deepEqual(eventTypes(f, inv.id).slice(-1), ['invoice.payment_reversed']);
+    await mineAndSync(f);
+    await mineAndSync(f);
+    const events = f.till.rt.ctx.repos.events.listForInvoice(inv.id);
+    assert.deepEqual(events.map((e) => e.type).filter((x) => x.endsWith('_reversed') || x.endsWith('_restored')), ['invoice.payment_reversed', 'invoice.payment_restored']);
+    const { invoice, payment } = JSON.parse(events.at(-1)!.body).data;
+    assert.deepEqual([invoice.status, invoice.amount_confirmed_sats, payment.txid, payment.status], ['paid', 50_000, txid, 'confirmed']);
+  });
+
   onFake('a running Till reads a reorg double-spending the on-time payment an invoice waits for past its expiry: expired now, late window from now', async (t) => {
     const { f, inv, txid } = await stuckPastExpiry(t, { confirmations: 2, mined: true }); // 1 of 2 confirmations
     f.till.clock.advance(60_000);

@@ -279,13 +279,14 @@ const scenarios: Scenario[] = [
     ],
   },
   {
-    name: 'reorg after paid: payment_reversed once; covered again, no new event',
+    name: 'reorg after paid: payment_reversed once; mined again, payment_restored once',
     steps: [
       { at: T0 + MINUTE, fact: pays(confirmed('a', AMOUNT, T0 + MINUTE)), status: 'paid', events: ['payment_detected:a', 'paid'] },
       { at: T0 + 11 * MINUTE, fact: pays(mempool('a', AMOUNT, T0 + MINUTE)), status: 'paid', events: ['payment_reversed:a'] },
       { at: T0 + 12 * MINUTE, fact: pays(mempool('a', AMOUNT, T0 + MINUTE)), status: 'paid', events: [] },
       { at: T0 + 13 * MINUTE, fact: TICK, status: 'paid', events: [] },
-      { at: T0 + 21 * MINUTE, fact: pays(confirmed('a', AMOUNT, T0 + MINUTE)), status: 'paid', events: [], expect: { paidAt: T0 + MINUTE } },
+      { at: T0 + 21 * MINUTE, fact: pays(confirmed('a', AMOUNT, T0 + MINUTE)), status: 'paid', events: ['payment_restored:a'], expect: { paidAt: T0 + MINUTE } },
+      { at: T0 + 22 * MINUTE, fact: pays(confirmed('a', AMOUNT, T0 + MINUTE, 2)), status: 'paid', events: [] },
       { at: T0 + 31 * MINUTE, fact: pays(), status: 'paid', events: ['payment_reversed:a'], expect: { received: 0 } },
       { at: T0 + 41 * MINUTE, fact: pays(), status: 'paid', events: [] },
     ],
@@ -298,11 +299,11 @@ const scenarios: Scenario[] = [
     ],
   },
   {
-    name: 'losing one of two payments reverses; a new covering payment is only detected',
+    name: 'losing one of two payments reverses; new money covering it again restores',
     steps: [
       { at: T0 + MINUTE, fact: pays(confirmed('a', 60_000, T0 + MINUTE), confirmed('b', 40_000, T0 + MINUTE)), status: 'paid', events: ['payment_detected:a', 'payment_detected:b', 'paid'] },
       { at: T0 + HOUR, fact: pays(confirmed('a', 60_000, T0 + MINUTE, 6)), status: 'paid', events: ['payment_reversed:b'] },
-      { at: T0 + 2 * HOUR, fact: pays(confirmed('a', 60_000, T0 + MINUTE, 12), confirmed('c', 40_000, T0 + 2 * HOUR)), status: 'paid', events: ['payment_detected:c'] },
+      { at: T0 + 2 * HOUR, fact: pays(confirmed('a', 60_000, T0 + MINUTE, 12), confirmed('c', 40_000, T0 + 2 * HOUR)), status: 'paid', events: ['payment_detected:c', 'payment_restored:c'] },
     ],
   },
   {
@@ -313,11 +314,11 @@ const scenarios: Scenario[] = [
     ],
   },
   {
-    name: 'a late_paid invoice reorged out emits payment_reversed and stays late_paid',
+    name: 'a late_paid invoice reorged out emits payment_reversed and stays late_paid; mined again, even past its window, payment_restored',
     steps: [
       { at: EXPIRES + HOUR, fact: pays(confirmed('a', AMOUNT, EXPIRES + HOUR)), status: 'late_paid', events: ['payment_detected:a', 'expired', 'late_paid'] },
       { at: EXPIRES + 2 * HOUR, fact: pays(mempool('a', AMOUNT, EXPIRES + HOUR)), status: 'late_paid', events: ['payment_reversed:a'] },
-      { at: EXPIRES + LATE_WINDOW + DAY, fact: pays(confirmed('a', AMOUNT, EXPIRES + HOUR)), status: 'late_paid', events: [] },
+      { at: EXPIRES + LATE_WINDOW + DAY, fact: pays(confirmed('a', AMOUNT, EXPIRES + HOUR)), status: 'late_paid', events: ['payment_restored:a'] },
     ],
   },
   {
@@ -332,13 +333,14 @@ const scenarios: Scenario[] = [
     ],
   },
   {
-    name: '0 confirmations required: a mempool payment pays at once; its replacement reverses',
+    name: '0 confirmations required: a mempool payment pays at once; its replacement reverses; back in the mempool, restores',
     invoice: { confirmationsRequired: 0 },
     steps: [
       { at: T0 + MINUTE, fact: pays(mempool('a', AMOUNT, T0 + MINUTE)), status: 'paid', events: ['payment_detected:a', 'paid'], expect: { confirmed: AMOUNT, paidAt: T0 + MINUTE } },
       { at: T0 + 2 * MINUTE, fact: pays(confirmed('a', AMOUNT, T0 + MINUTE)), status: 'paid', events: [] },
       { at: T0 + 3 * MINUTE, fact: pays(mempool('a', AMOUNT, T0 + MINUTE)), status: 'paid', events: [] },
       { at: T0 + 4 * MINUTE, fact: pays(replaced('a', AMOUNT, T0 + MINUTE)), status: 'paid', events: ['payment_reversed:a'] },
+      { at: T0 + 5 * MINUTE, fact: pays(mempool('a', AMOUNT, T0 + MINUTE)), status: 'paid', events: ['payment_restored:a'] },
     ],
   },
   {

@@ -69,7 +69,7 @@ function compareEvents(o: OInv, records: EventRecord[]): string[] {
     const { invoice, payment } = JSON.parse(r.body).data;
     const snap = `${invoice.status} recv=${invoice.amount_received_sats} conf=${invoice.amount_confirmed_sats} paid_at=${invoice.paid_at} expired_at=${invoice.expired_at}`;
     if (snap !== o.snaps[i]) diffs.push(`${o.key} event #${i} ${r.type} payload: till=${snap} oracle=${o.snaps[i]}`);
-    if ((r.type === 'invoice.payment_detected' || r.type === 'invoice.payment_reversed') && !payment) diffs.push(`${o.key} event #${i} ${r.type} names no payment`);
+    if (['invoice.payment_detected', 'invoice.payment_reversed', 'invoice.payment_restored'].includes(r.type) && !payment) diffs.push(`${o.key} event #${i} ${r.type} names no payment`);
     if (r.type === 'invoice.payment_detected' && payment) {
       const outpoint = `${payment.txid}:${payment.vout}`;
       if (detected.has(outpoint)) diffs.push(`INVARIANT ${o.key} payment ${outpoint} detected twice`);

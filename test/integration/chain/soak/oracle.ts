@@ -81,7 +81,7 @@ export interface Judged {
   events: string[];
 }
 
-/** The lifecycle rules: pending -> paid / expired, expired -> late_paid, and payment_reversed. */
+/** The lifecycle rules: pending -> paid / expired, expired -> late_paid, payment_reversed and payment_restored. */
 export function judge(before: OInv, pays: OPay[], heldAt: number, catchingUp: boolean, now: number, tick = false): Judged {
   const at = Math.max(before.createdAt, Math.min(now, heldAt));
   const known = new Set(before.pays.map(op));
@@ -109,7 +109,9 @@ export function judge(before: OInv, pays: OPay[], heldAt: number, catchingUp: bo
   }
   if (before.status === 'paid' || before.status === 'late_paid') {
     const held = (p: OPay) => counting(p) && (req === 0 || p.status === 'confirmed');
-    if (sum(before.pays, held) >= before.amount && sum(pays, held) < before.amount) events.push('invoice.payment_reversed');
+    const [was, is] = [sum(before.pays, held) >= before.amount, sum(pays, held) >= before.amount];
+    if (was && !is) events.push('invoice.payment_reversed');
+    if (!was && is) events.push('invoice.payment_restored');
   }
   return { inv, events };
 }
