@@ -73,9 +73,11 @@ export function requestContext(logger: Logger, log: RequestLog, durable: () => P
       event.res.headers.forEach((v, k) => keep(k) && (headers[k] = v));
       return errorResponse(apiError, requestId, headers);
     };
+    const rewritten = rewrittenPath(event);
     let answer: unknown;
     try {
       assertHostHeader(event);
+      if (rewritten !== null) throw new ApiError('not_found', `no route for ${event.req.method} ${rewritten}`);
       answer = await next();
     } catch (err) {
       answer = answerError(err, () => true);
@@ -96,17 +98,40 @@ export function requestContext(logger: Logger, log: RequestLog, durable: () => P
     let status = answer instanceof Response ? answer.status : (event.res.status ?? 200);
     // A WebSocket route answers a placeholder 426 that crossws replaces with the 101.
     if (status === 426 && getWebSocketHooks(event.req)) status = 101;
-    log({ requestId, method: event.req.method, path: event.url.pathname, status, started, keyId: event.context.apiKeyId });
+    log({ requestId, method: event.req.method, path: rewritten ?? event.url.pathname, status, started, keyId: event.context.apiKeyId });
     return answer;
   };
 }
+
+/** The request as Node read it: absent when the app is called in-process. */
+function nodeRequestOf(event: H3Event): IncomingMessage | undefined {
+  return (event.req as { runtime?: { node?: { req?: IncomingMessage } } }).runtime?.node?.req;
+}
+
+/**
+ * The request's path as sent, if the URL parser rewrote it: a `\` read as
+ * `/`, a `.` or `..` segment (`%2e` too) resolved. Routed as rewritten,
+ * `/pay/..\healthz` reached /healthz and /v1 through a proxy that forwards
+ * only /pay/ and /checkout/ (docs/CHECKOUT.md) as sent, as nginx does with
+ * `proxy_pass` and no URI. Clients send paths normalised (browsers, curl):
+ * such a path is no route.
+ */
+function rewrittenPath(event: H3Event): string | null {
+  const target = nodeRequestOf(event)?.url;
+  if (target === undefined) return null;
+  const query = target.indexOf('?');
+  const path = query < 0 ? target : target.slice(0, query);
+  return REWRITTEN_BY_PARSER.test(path) ? path : null;
+}
+
+const REWRITTEN_BY_PARSER = /\\|(?:^|\/)(?:\.|%2e){1,2}(?:\/|$)/i;
 
 /**
  * HTTP/1.1 requires Host (RFC 9112 3.2). Node refuses its absence with a bare
  * 400 unless told not to (src/http/server.ts); here it gets the envelope.
  */
 function assertHostHeader(event: H3Event): void {
-  const req = (event.req as { runtime?: { node?: { req?: IncomingMessage } } }).runtime?.node?.req;
+  const req = nodeRequestOf(event);
   if (req?.httpVersion === '1.1' && req.headers.host === undefined) {
     throw new ApiError('validation_error', 'the Host header is missing (HTTP/1.1 requires it)');
   }

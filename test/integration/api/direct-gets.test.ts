@@ -121,9 +121,9 @@ describe('direct GETs', () => {
       { path: '/v1/invoices?limit=0', headers: auth, status: 400, code: 'validation_error' },
       { path: '/v1/invoices?colour=red', headers: auth, status: 400, code: 'validation_error' },
       { path: '/pay/invoices/inv_00000000000000000000000000', status: 404, code: 'not_found' },
-      // Spellings URL parsing rewrites: the app decodes them to the same invoice.
+      // An escaped spelling: the app decodes it to the same invoice. A dot segment is no route (a proxy's prefix stays the boundary).
       { path: `/pay/invoices/${invoiceId.replace('_', '%5F')}`, status: 200 },
-      { path: `/pay/invoices/./${invoiceId}`, status: 200 },
+      { path: `/pay/invoices/./${invoiceId}`, status: 404, code: 'not_found' },
       // Other methods: HEAD answers like GET without a body, OPTIONS is the CORS preflight.
       { path: `/pay/invoices/${invoiceId}`, method: 'HEAD', status: 200 },
       { path: `/pay/invoices/${invoiceId}`, method: 'OPTIONS', status: 204 },
