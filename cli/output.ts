@@ -12,13 +12,26 @@ export interface OutputOptions {
 export const TILL_COMMAND = IN_BINARY ? 'till' : 'npm run till --';
 
 export function emit(opts: OutputOptions, data: unknown, human: () => string): void {
-  process.stdout.write(opts.json ? JSON.stringify(data, null, 2) + '\n' : human() + '\n');
+  process.stdout.write(opts.json ? JSON.stringify(data, null, 2) + '\n' : escapeControls(human()) + '\n');
 }
 
 export function fail(message: string, code = 1): never {
-  process.stderr.write(`till: ${redactPrivateKeys(message).replace(/\s*\n\s*/g, ' ')}\n`);
+  process.stderr.write(`till: ${escapeControls(redactPrivateKeys(message).replace(/\s*\n\s*/g, ' '))}\n`);
   process.exit(code);
 }
+
+/**
+ * Text for a terminal with its control characters shown, not obeyed: lines
+ * carry what others wrote (a webhook receiver's answer, an endpoint's URL or
+ * description), and an escape sequence in them could clear the screen, fake
+ * lines, retitle the window or plant a link. Newlines and tabs stay; bidi
+ * overrides go too, as they reorder what is shown.
+ */
+export function escapeControls(text: string): string {
+  return text.replace(CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+const CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
 
 /**
  * An extended private key (xprv, tprv, zprv, …: 111 base58 characters) pasted into the wrong argument, or the

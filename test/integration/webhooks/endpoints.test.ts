@@ -155,4 +155,19 @@ describe('webhooks and deliveries CLI', () => {
     assert.notEqual(replayLive.code, 0, 'a delivery still attempting cannot be replayed');
     assert.match(replayLive.stderr, /only dead_letter and failed/);
   });
+
+  test("a receiver's answer is shown with its control characters escaped, never sent to the terminal", async (t) => {
+    const f = await startWebhookFixture(t);
+    f.receiver.respondWith(answer.status(500, 'ok \x1b]0;PWNED\x07\x1b[2J\x1b[31mFAKE\u202e'));
+    await createInvoice(f);
+    await f.till.rt.webhooks.runOnce();
+    const [delivery] = deliveriesOf(f.till);
+    const show = await runTillBeside(f.till, ['deliveries', 'show', delivery!.id]);
+    assert.equal(show.code, 0, show.stderr);
+    assert.match(show.stdout, /500 .*ok \\u001b\]0;PWNED\\u0007\\u001b\[2J\\u001b\[31mFAKE\\u202e/);
+    assert.doesNotMatch(show.stdout, /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]/);
+    // --json keeps the bytes as they came, escaped by JSON.
+    const json = await runTillBeside(f.till, ['--json', 'deliveries', 'show', delivery!.id]);
+    assert.equal(JSON.parse(json.stdout).attempt_log[0].response_body, 'ok \x1b]0;PWNED\x07\x1b[2J\x1b[31mFAKE\u202e');
+  });
 });
