@@ -1,4 +1,5 @@
 import { BlockList, isIP } from 'node:net';
+import { dotted, ipv6Groups, translatedIpv4 } from '../ip-address.ts';
 
 // Webhook targets are merchant-supplied URLs, so by default Till refuses to
 // connect to addresses that reach inside the box or the LAN (SSRF). The check
@@ -9,17 +10,28 @@ for (const [net, prefix] of [
   ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16],
   ['172.16.0.0', 12], ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4],
 ] as const) PRIVATE.addSubnet(net, prefix, 'ipv4');
-for (const [net, prefix] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8]] as const) {
+for (const [net, prefix] of [
+  // Unspecified, loopback and the deprecated IPv4-compatible ::a.b.c.d.
+  ['::', 96], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
+  // NAT64 for local use (RFC 8215): translates to addresses of the operator's choosing, private ones too.
+  ['64:ff9b:1::', 48],
+] as const) {
   PRIVATE.addSubnet(net, prefix, 'ipv6');
 }
 
-/** True for loopback, link-local, private, CGNAT, multicast and unspecified addresses (IPv4-mapped IPv6 too). */
+/**
+ * True for loopback, link-local, private, CGNAT, multicast and unspecified
+ * addresses, and for IPv6 addresses that reach one of the IPv4 ones: IPv4-mapped,
+ * NAT64 (64:ff9b::/96: behind a DNS64 resolver a name with only a private A
+ * record gets such an address) and 6to4 (2002::/16).
+ */
 export function isPrivateAddress(address: string): boolean {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  const ip = mapped ? mapped[1]! : address;
-  const family = isIP(ip);
+  const family = isIP(address);
   if (family === 0) return true;
-  return PRIVATE.check(ip, family === 4 ? 'ipv4' : 'ipv6');
+  if (family === 4) return PRIVATE.check(address, 'ipv4');
+  const groups = ipv6Groups(address);
+  const ipv4 = translatedIpv4(groups) ?? (groups[0] === 0x2002 ? dotted(groups[1]!, groups[2]!) : null);
+  return ipv4 !== null ? PRIVATE.check(ipv4, 'ipv4') : PRIVATE.check(address, 'ipv6');
 }
 
 /**

@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { ipv6Groups, translatedIpv4 } from '../../ip-address.ts';
 
 // Which client a checkout stream counts against (docs/CHECKOUT.md). Behind a
 // reverse proxy every TCP peer is the proxy, so a peer named in
@@ -46,27 +47,5 @@ export function clientAddress(peer: string | undefined, forwardedFor: string | n
 export function clientKey(address: string): string {
   if (isIP(address) !== 6) return address;
   const groups = ipv6Groups(address);
-  const zeros = (from: number, to: number) => groups.slice(from, to).every((g) => g === 0);
-  const mapped = zeros(0, 5) && groups[5] === 0xffff;
-  const nat64 = groups[0] === 0x64 && groups[1] === 0xff9b && zeros(2, 6);
-  if (mapped || nat64) return [groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff].join('.');
-  return `${groups.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
-}
-
-/** The eight 16-bit groups of an IPv6 address (one isIP accepts). */
-function ipv6Groups(address: string): number[] {
-  const plain = address.split('%')[0]!;
-  const toGroups = (part: string): number[] => {
-    if (part === '') return [];
-    return part.split(':').flatMap((group) => {
-      if (!group.includes('.')) return [Number.parseInt(group, 16)];
-      // An IPv4 tail (::ffff:192.0.2.1) is the last two groups.
-      const [a, b, c, d] = group.split('.').map(Number) as [number, number, number, number];
-      return [(a << 8) | b, (c << 8) | d];
-    });
-  };
-  const [head, tail] = plain.split('::') as [string, string | undefined];
-  const left = toGroups(head);
-  const right = tail === undefined ? [] : toGroups(tail);
-  return [...left, ...Array<number>(8 - left.length - right.length).fill(0), ...right];
+  return translatedIpv4(groups) ?? `${groups.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
 }
