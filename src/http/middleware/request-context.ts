@@ -6,6 +6,7 @@ import { createLineLogger, type Logger } from '../../log.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { errorResponse, toApiError } from '../errors.ts';
 import { discardAnswer } from '../internal/route.ts';
+import { sendJson } from '../internal/send-json.ts';
 import { isPublicPath, PUBLIC_CORS_HEADERS } from './cors.ts';
 
 declare module 'h3' {
@@ -79,6 +80,8 @@ export function requestContext(logger: Logger, log: RequestLog, durable: () => P
       assertHostHeader(event);
       if (rewritten !== null) throw new ApiError('not_found', `no route for ${event.req.method} ${rewritten}`);
       answer = await next();
+      // A route's object is serialized here: every JSON answer says its Content-Type one way (h3's own is another).
+      if (isPlainData(answer)) answer = sendJson(event, JSON.stringify(answer), event.res.status ?? 200);
     } catch (err) {
       answer = answerError(err, () => true);
     }
@@ -101,6 +104,10 @@ export function requestContext(logger: Logger, log: RequestLog, durable: () => P
     log({ requestId, method: event.req.method, path: rewritten ?? event.url.pathname, status, started, keyId: event.context.apiKeyId });
     return answer;
   };
+}
+
+function isPlainData(value: unknown): value is object {
+  return typeof value === 'object' && value !== null && (Array.isArray(value) || Object.getPrototypeOf(value) === Object.prototype);
 }
 
 /** The request as Node read it: absent when the app is called in-process. */
