@@ -79,10 +79,13 @@ function parseMetadata(v: unknown): Record<string, string> {
   const { maxKeys, maxKeyLength, maxValueLength } = METADATA_LIMITS;
   if (entries.length > maxKeys) throw invalidField('metadata', `metadata may have at most ${maxKeys} keys`);
   for (const [key, value] of entries) {
-    const keyLength = [...key].length;
-    if (keyLength === 0 || keyLength > maxKeyLength) throw invalidField(`metadata`, `metadata keys must be 1 to ${maxKeyLength} characters`);
-    if (typeof value !== 'string') throw invalidField(`metadata[${key}]`, `metadata value "${key}" must be a string`);
-    if ([...value].length > maxValueLength) throw invalidField(`metadata[${key}]`, `metadata value "${key}" is longer than ${maxValueLength} characters`);
+    // Named by its dotted path, as a name given twice is (src/http/internal/duplicate-key.ts); a long key cut.
+    const shown = [...key].length > maxKeyLength ? `${[...key].slice(0, maxKeyLength).join('')}…` : key;
+    const param = `metadata.${shown}`;
+    if (key === '') throw invalidField('metadata', `metadata keys must be 1 to ${maxKeyLength} characters; one is empty`);
+    if (shown !== key) throw invalidField(param, `${param}: metadata keys must be 1 to ${maxKeyLength} characters`);
+    if (typeof value !== 'string') throw invalidField(param, `${param} must be a string`);
+    if ([...value].length > maxValueLength) throw invalidField(param, `${param} is longer than ${maxValueLength} characters`);
   }
   // fromEntries defines own properties, so a "__proto__" key stays plain data.
   return Object.fromEntries(entries) as Record<string, string>;
