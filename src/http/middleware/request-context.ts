@@ -111,7 +111,7 @@ function isPlainData(value: unknown): value is object {
 }
 
 /** The request as Node read it: absent when the app is called in-process. */
-function nodeRequestOf(event: H3Event): IncomingMessage | undefined {
+export function nodeRequestOf(event: H3Event): IncomingMessage | undefined {
   return (event.req as { runtime?: { node?: { req?: IncomingMessage } } }).runtime?.node?.req;
 }
 

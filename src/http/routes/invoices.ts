@@ -8,6 +8,7 @@ import { isId } from '../../ids.ts';
 import type { Runtime } from '../../runtime.ts';
 import { cancelInvoice, createInvoice, getInvoiceFor, hashRequest, simulateInvoice } from '../../services/invoices.ts';
 import { requireApiKey, requireApiKeyOf } from '../middleware/auth.ts';
+import { nodeRequestOf } from '../middleware/request-context.ts';
 import { SlidingWindowLimiter } from '../middleware/rate-limit.ts';
 import { readsDone } from '../internal/after-reads.ts';
 import { readJsonObject, readNoParams } from '../internal/body.ts';
@@ -24,6 +25,10 @@ const IDEMPOTENCY_KEY_MAX = 255;
 function readIdempotencyKey(event: H3Event): string | null {
   const key = event.req.headers.get('idempotency-key');
   if (key === null) return null;
+  // Sent twice, the values arrive joined by ", ": a key of its own that neither retry would send alone.
+  if ((nodeRequestOf(event)?.headersDistinct['idempotency-key']?.length ?? 1) > 1) {
+    throw invalidField('Idempotency-Key', 'the Idempotency-Key header is given more than once; send one');
+  }
   // Header values arrive as bytes (one char each); spec 8 counts characters of the UTF-8 text.
   const characters = [...Buffer.from(key, 'latin1').toString('utf8')].length;
   if (characters === 0 || characters > IDEMPOTENCY_KEY_MAX) {

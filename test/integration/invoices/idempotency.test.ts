@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { mintApiKey } from '../../../src/services/api-keys.ts';
+import { rawConversation, statusCodes } from '../../helpers/raw-http.ts';
 import { call, setupStore, TRANSPORTS } from '../../helpers/till-server.ts';
 import { assertError, assertInvoice, assertRequestId, assertWritesNothing, countWrites, postInvoice, useTill } from './invoice-api.ts';
 
@@ -117,3 +118,19 @@ for (const transport of TRANSPORTS) {
     });
   });
 }
+
+describe('Idempotency-Key sent twice (socket)', () => {
+  const till = useTill({ transport: 'socket' });
+
+  test('two Idempotency-Key headers -> 400 validation_error naming it, nothing created (joined, they would be a key neither retry sends alone)', async () => {
+    const s = setupStore(till());
+    const body = '{"amount_sats":1000}';
+    const request = `POST /v1/invoices HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.key}\r\nContent-Type: application/json\r\n` +
+      `Idempotency-Key: a\r\nIdempotency-Key: b\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`;
+    const before = countWrites(till());
+    const text = await rawConversation(till().url, request);
+    assert.deepEqual(statusCodes(text), [400]);
+    assert.match(text, /"code":"validation_error"[^}]*"param":"Idempotency-Key"|"param":"Idempotency-Key"[^}]*"code":"validation_error"/);
+    assert.deepEqual(countWrites(till()), before);
+  });
+});
