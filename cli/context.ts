@@ -4,6 +4,7 @@ import { loadConfig, SETTINGS, type Config } from '../src/config.ts';
 import { openDatabase } from '../src/db/connection.ts';
 import { createContext, type Context } from '../src/services/context.ts';
 import { refuseUpgradeUnderServer } from '../src/services/server-lease.ts';
+import { tellUpgrade } from './output.ts';
 
 /** Where commander keeps a flag's value: --data-dir in dataDir, --zmq in zmq (not the setting's key, zmqEndpoint). */
 function optionName(flag: string): string {
@@ -33,6 +34,7 @@ export function withContext<T>(cmd: Command, fn: (ctx: Context) => T, opts: { cr
     busyTimeoutMs: config.busyTimeoutMs,
     mustExist: !opts.create,
     beforeUpgrade: refuseUpgradeUnderServer(config.dataDir, () => systemClock.now()),
+    onUpgrade: tellUpgrade,
   });
   let result: T;
   try {

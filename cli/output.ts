@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from 'commander';
+import { UPGRADE_NOTICE } from '../src/db/migrate.ts';
 import { IN_BINARY } from '../src/embedded.ts';
 
 // Every command prints either human lines or, with --json, one JSON document
@@ -65,4 +66,9 @@ export function table(rows: string[][]): string {
   if (rows.length === 0) return '(none)';
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
   return rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+}
+
+/** A command's note on stderr that it upgrades the database first (src/db/migrate.ts). */
+export function tellUpgrade(from: number, to: number): void {
+  process.stderr.write(`till: ${UPGRADE_NOTICE}: schema ${from} to ${to}\n`);
 }

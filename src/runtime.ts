@@ -2,6 +2,7 @@ import { systemClock, type Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import { startDbThread, type DbThread } from './db/db-thread.ts';
 import { openDatabase } from './db/connection.ts';
+import { UPGRADE_NOTICE } from './db/migrate.ts';
 import { openWalSync } from './db/wal-sync.ts';
 import { healthReport, type HealthReport } from './health.ts';
 import { createLogger, type Logger } from './log.ts';
@@ -77,6 +78,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
     busyTimeoutMs: config.busyTimeoutMs,
     cacheMiB: SERVER_PAGE_CACHE_MIB,
     beforeUpgrade: refuseUpgradeUnderServer(config.dataDir, () => clock.now()),
+    onUpgrade: (from, to) => logger.info({ from, to }, UPGRADE_NOTICE),
   });
   const ctx = createContext(db, clock, config);
   try {

@@ -15,7 +15,7 @@ import { refuseUpgradeUnderServer } from '../../src/services/server-lease.ts';
 import { createStore } from '../../src/services/stores.ts';
 import { addXpub, retireXpub } from '../../src/services/xpubs.ts';
 import { configFrom } from '../context.ts';
-import { emit, TILL_COMMAND } from '../output.ts';
+import { emit, tellUpgrade, TILL_COMMAND } from '../output.ts';
 
 // First-time setup. On a terminal it asks; with --yes (or no terminal, as in
 // scripts) it takes the flags and environment as they are. Either way it
@@ -85,7 +85,7 @@ async function ask(config: Config): Promise<Config> {
 
 async function firstStore(config: Config): Promise<void> {
   if (!answer(await p.confirm({ message: 'Create your first store now?', initialValue: true }))) return;
-  const db = openDatabase(config.dataDir, { synchronous: config.synchronous, beforeUpgrade: refuseUpgradeUnderServer(config.dataDir, () => systemClock.now()) });
+  const db = openDatabase(config.dataDir, { synchronous: config.synchronous, beforeUpgrade: refuseUpgradeUnderServer(config.dataDir, () => systemClock.now()), onUpgrade: tellUpgrade });
   try {
     const ctx = createContext(db, systemClock, config);
     const name = answer(await p.text({ message: 'Store name (shown to buyers)', validate: (v) => (v?.trim() ? undefined : 'a name') }));

@@ -17,6 +17,8 @@ export interface OpenOptions {
   mustExist?: boolean;
   /** Called (and may throw) before an existing database is upgraded to this version's schema. */
   beforeUpgrade?: (db: Db) => void;
+  /** Told when an existing database is about to be upgraded (in one transaction: a large one takes a while). */
+  onUpgrade?: (from: number, to: number) => void;
 }
 
 /** The data directory holds no database (and was asked not to get one). */
@@ -67,7 +69,7 @@ export function openDatabase(dataDir: string, opts: OpenOptions = {}): Db {
     db.pragma('temp_store = MEMORY');
     if (opts.cacheMiB) db.pragma(`cache_size = -${Math.round(opts.cacheMiB * 1024)}`);
     db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
-    migrate(db, opts.beforeUpgrade);
+    migrate(db, opts.beforeUpgrade, opts.onUpgrade);
   } catch (err) {
     db.close();
     throw err;

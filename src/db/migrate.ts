@@ -14,12 +14,18 @@ export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;
  * can still run; the next start upgrades from there. A database written by a
  * newer Till is refused rather than half-understood.
  */
-export function migrate(db: Database.Database, beforeUpgrade?: (db: Database.Database) => void): number {
+/** What Till says as it upgrades a database: the one transaction takes seconds to minutes on a large one. */
+export const UPGRADE_NOTICE = 'upgrading the database to this version (one transaction: seconds to minutes on a large one; stopped part-way, it stays as it was)';
+
+export function migrate(db: Database.Database, beforeUpgrade?: (db: Database.Database) => void, onUpgrade?: (from: number, to: number) => void): number {
   const from = schemaVersion(db);
   refuseNewer(from);
   if (from === LATEST_SCHEMA_VERSION) return LATEST_SCHEMA_VERSION;
   // A new database (version 0) has nothing that could be using it.
-  if (from > 0) beforeUpgrade?.(db);
+  if (from > 0) {
+    beforeUpgrade?.(db);
+    onUpgrade?.(from, LATEST_SCHEMA_VERSION);
+  }
   db.transaction(() => {
     // Read again under the write lock: another process (the server and a CLI
     // command started together after an upgrade) may have applied some meanwhile.

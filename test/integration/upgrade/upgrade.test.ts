@@ -10,10 +10,10 @@ import { ManualClock } from '../../../src/clock.ts';
 import { loadConfig } from '../../../src/config.ts';
 import { databasePath, openDatabase } from '../../../src/db/connection.ts';
 import { WATCH_WHILE_NEEDED } from '../../../src/db/invoices.ts';
-import { LATEST_SCHEMA_VERSION } from '../../../src/db/migrate.ts';
+import { LATEST_SCHEMA_VERSION, UPGRADE_NOTICE } from '../../../src/db/migrate.ts';
 import { MIGRATIONS } from '../../../src/db/migrations/index.ts';
-import { silentLogger } from '../../../src/log.ts';
 import { createRuntime } from '../../../src/runtime.ts';
+import { capturedLogger } from '../../helpers/captured-log.ts';
 import { tempDir } from '../../helpers/temp.ts';
 import { nodeEnv } from '../chain/helpers.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
@@ -78,8 +78,11 @@ test('schema 3 with NULL watch_until (Till 4766678..d17239c): a pending invoice 
   const clock = new ManualClock(CREATED_AT + 60_000);
   const node = await startFakeNode(clock);
   t.after(() => node.stop());
-  const rt = createRuntime(loadConfig({ env: { TILL_DATA_DIR: dir, TILL_NETWORK: 'regtest', TILL_RATES: 'fixed:65000', ...nodeEnv(node) } }), { clock, logger: silentLogger });
+  const { logger, lines } = capturedLogger();
+  const rt = createRuntime(loadConfig({ env: { TILL_DATA_DIR: dir, TILL_NETWORK: 'regtest', TILL_RATES: 'fixed:65000', ...nodeEnv(node) } }), { clock, logger });
   t.after(() => rt.stop());
+  // A large database's upgrade takes a while: the server says what it is doing.
+  assert.deepEqual(lines.filter((l) => l.msg === UPGRADE_NOTICE).map((l) => [l.level, l.from, l.to]), [[30, 3, MIGRATIONS.length]]);
   rt.chain!.start();
   await rt.chain!.idle();
   await node.waitForSubscriber();
