@@ -196,8 +196,13 @@ export function rotateUnreadableSecrets(ctx: Context): ReplacedSecret[] {
     }));
 }
 
-/** The key hash of BIP84's first test-vector address, for the synthetic invoice's address: its key is public knowledge, as nothing is ever paid there. */
-const SYNTHETIC_ADDRESS_HASH = Buffer.from('c0cebcd6c3d3ca8c75dc5ec62ebe55330ef910e2', 'hex');
+/**
+ * The synthetic invoice's address pays a script of OP_RETURN alone by its hash
+ * (P2WSH): an output type Till never hands out (P2WPKH, P2TR), so no invoice of
+ * any xpub shares it (BIP84's test-vector address did: the demo store's first
+ * invoice), and nothing sent there by mistake can be spent by anyone.
+ */
+const SYNTHETIC_WITNESS_SCRIPT = Buffer.from([0x6a]);
 
 /**
  * A synthetic invoice for webhook.test: plainly marked, never stored as an
@@ -212,7 +217,7 @@ function syntheticInvoice(ctx: Context, storeId: string, livemode: boolean, now:
     status: 'pending',
     amountSats: 10_000,
     fiat: null,
-    address: payments.p2wpkh({ hash: SYNTHETIC_ADDRESS_HASH, network: getNetwork(ctx.config.network) }).address!,
+    address: payments.p2wsh({ redeem: { output: SYNTHETIC_WITNESS_SCRIPT }, network: getNetwork(ctx.config.network) }).address!,
     confirmationsRequired: 1,
     lateWindowMs: 0,
     expiresAt: now + 30 * 60_000,

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { address } from 'bitcoinjs-lib';
 import { answer } from '../../fakes/webhook-receiver.ts';
 import { databasePath } from '../../../src/db/connection.ts';
 import { runTillBeside } from '../../helpers/cli.ts';
@@ -39,6 +40,9 @@ for (const transport of TRANSPORTS) {
       // Nothing to fulfil, on this till's network (regtest here).
       assert.equal(body.data.invoice.status, 'pending');
       assert.match(body.data.invoice.address, /^bcrt1q/);
+      // Of a type no invoice gets (P2WSH: a 32-byte version-0 program), so it is never a real invoice's address too.
+      const { version, data } = address.fromBech32(body.data.invoice.address);
+      assert.deepEqual([version, data.length], [0, 32]);
       // A synthetic event goes to the tested endpoint only and creates no invoice.
       assert.equal((f.till.rt.ctx.db.prepare('SELECT COUNT(*) n FROM invoices').get() as { n: number }).n, 0);
     });
