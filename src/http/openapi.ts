@@ -15,6 +15,12 @@ import { VERSION } from '../version.ts';
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (schema: object) => ({ content: { 'application/json': { schema } } });
 const nullable = (type: string, extra: object = {}) => ({ type: [type, 'null'], ...extra });
+/** An object answer: every property listed is always there (null where it has no value), unless named in `optional`. */
+const answer = (properties: Record<string, object>, optional: string[] = []) => ({
+  type: 'object',
+  required: Object.keys(properties).filter((k) => !optional.includes(k)),
+  properties,
+});
 
 /** The error responses of an operation, grouped by status, each listing its codes. */
 function errors(...codes: ErrorCode[]): Record<string, object> {
@@ -44,7 +50,7 @@ const invoiceProperties = {
   amount_sats: { type: 'integer' },
   amount: nullable('string', { description: 'USD with two decimals, when priced in fiat' }),
   currency: nullable('string', { enum: ['USD', null] }),
-  rate: { oneOf: [{ type: 'null' }, { type: 'object', properties: { usd_per_btc: { type: 'string' }, source: { type: 'string' }, fetched_at: { type: 'string', format: 'date-time' } } }] },
+  rate: { oneOf: [{ type: 'null' }, answer({ usd_per_btc: { type: 'string' }, source: { type: 'string' }, fetched_at: { type: 'string', format: 'date-time' } })] },
   address: { type: 'string' },
   payment_uri: { type: 'string', description: 'BIP21' },
   amount_received_sats: { type: 'integer' },
@@ -79,19 +85,16 @@ const schemas = {
       },
     },
   },
-  Payment: {
-    type: 'object',
-    properties: {
-      txid: { type: 'string' },
-      vout: { type: 'integer' },
-      amount_sats: { type: 'integer' },
-      confirmations: { type: 'integer' },
-      block_height: nullable('integer'),
-      status: { type: 'string', enum: PAYMENT_STATUSES },
-      first_seen_at: { type: 'string', format: 'date-time' },
-    },
-  },
-  Invoice: { type: 'object', properties: invoiceProperties },
+  Payment: answer({
+    txid: { type: 'string' },
+    vout: { type: 'integer' },
+    amount_sats: { type: 'integer' },
+    confirmations: { type: 'integer' },
+    block_height: nullable('integer'),
+    status: { type: 'string', enum: PAYMENT_STATUSES },
+    first_seen_at: { type: 'string', format: 'date-time' },
+  }),
+  Invoice: answer(invoiceProperties),
   InvoiceCreate: {
     type: 'object',
     additionalProperties: false,
@@ -110,49 +113,59 @@ const schemas = {
       },
     },
   },
-  InvoiceList: {
-    type: 'object',
-    properties: { object: { const: 'list' }, url: { type: 'string' }, has_more: { type: 'boolean' }, data: { type: 'array', items: ref('Invoice') } },
-  },
+  InvoiceList: answer({ object: { const: 'list' }, url: { type: 'string' }, has_more: { type: 'boolean' }, data: { type: 'array', items: ref('Invoice') } }),
   CheckoutInvoice: {
     description: 'The public invoice without metadata and callback_url (merchant data stays private), plus the store branding and the server time for the countdown.',
-    type: 'object',
-    properties: {
+    ...answer({
       ...Object.fromEntries(Object.entries(invoiceProperties).filter(([k]) => k !== 'metadata' && k !== 'callback_url')),
-      store: { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' }, logo_url: nullable('string'), brand_color: nullable('string') } },
+      store: answer({ id: { type: 'string' }, name: { type: 'string' }, logo_url: nullable('string'), brand_color: nullable('string') }),
       server_time: { type: 'string', format: 'date-time' },
-    },
+    }),
   },
-  WebhookEndpoint: {
-    type: 'object',
-    properties: {
-      id: { type: 'string', pattern: '^we_' },
-      object: { const: 'webhook_endpoint' },
-      store_id: { type: 'string' },
-      url: { type: 'string' },
-      description: nullable('string'),
-      enabled_events: { type: 'array', items: { type: 'string', enum: ['*', ...EVENT_TYPES] } },
-      status: { type: 'string', enum: ['enabled', 'disabled'] },
-      previous_secret_expires_at: nullable('string', { format: 'date-time' }),
-      created_at: { type: 'string', format: 'date-time' },
-      secret: { type: 'string', description: 'only in the answers of create and rotate-secret' },
+  WebhookEndpoint: answer({
+    id: { type: 'string', pattern: '^we_' },
+    object: { const: 'webhook_endpoint' },
+    store_id: { type: 'string' },
+    url: { type: 'string' },
+    description: nullable('string'),
+    enabled_events: { type: 'array', items: { type: 'string', enum: ['*', ...EVENT_TYPES] } },
+    status: { type: 'string', enum: ['enabled', 'disabled'], description: 'as it was before a delete' },
+    previous_secret_expires_at: nullable('string', { format: 'date-time' }),
+    created_at: { type: 'string', format: 'date-time' },
+    secret: { type: 'string', description: 'only in the answers of create and rotate-secret' },
+    deleted: { const: true, description: 'only in the answer of delete' },
+  }, ['secret', 'deleted']),
+  WebhookEndpointList: answer({ object: { const: 'list' }, has_more: { const: false, description: 'every endpoint (at most 16 a store), oldest first' }, data: { type: 'array', items: ref('WebhookEndpoint') } }),
+  WebhookDelivery: answer({
+    id: { type: 'string', pattern: '^dlv_' },
+    object: { const: 'webhook_delivery' },
+    event_id: { type: 'string' },
+    store_id: { type: 'string' },
+    endpoint_id: nullable('string'),
+    url: { type: 'string' },
+    status: { type: 'string', enum: ['attempting', 'success', 'failed', 'dead_letter'] },
+    attempts: { type: 'integer', description: 'attempts in the current cycle (a replay starts a new one)' },
+    total_attempts: { type: 'integer' },
+    next_attempt_at: nullable('string', { format: 'date-time' }),
+    last_attempt_at: nullable('string', { format: 'date-time' }),
+    last_status_code: nullable('integer'),
+    last_error: nullable('string'),
+    response_body: nullable('string', { description: 'first 4 KiB of the receiver\'s answer' }),
+    created_at: { type: 'string', format: 'date-time' },
+    completed_at: nullable('string', { format: 'date-time' }),
+    attempt_log: {
+      type: 'array',
+      items: answer({
+        n: { type: 'integer' },
+        started_at: { type: 'string', format: 'date-time' },
+        duration_ms: { type: 'integer' },
+        status_code: nullable('integer'),
+        error: nullable('string'),
+        response_body: nullable('string'),
+      }),
     },
-  },
-  WebhookDelivery: {
-    type: 'object',
-    properties: {
-      id: { type: 'string', pattern: '^dlv_' },
-      object: { const: 'webhook_delivery' },
-      event_id: { type: 'string' },
-      endpoint_id: nullable('string'),
-      url: { type: 'string' },
-      status: { type: 'string', enum: ['attempting', 'success', 'failed', 'dead_letter'] },
-      attempts: { type: 'integer' },
-      last_status_code: nullable('integer'),
-      response_body: nullable('string', { description: 'first 4 KiB of the receiver\'s answer' }),
-      next_attempt_at: nullable('string', { format: 'date-time' }),
-    },
-  },
+  }),
+  CallbackSecret: answer({ object: { const: 'callback_secret' }, secret: { type: 'string' }, previous_secret_expires_at: nullable('string', { format: 'date-time' }) }),
 };
 
 const invoiceId = idParam('id', 'invoice id (inv_…)');
@@ -243,7 +256,7 @@ export const OPENAPI_DOCUMENT = {
       },
     },
     '/v1/stores/{id}/webhooks': {
-      get: { summary: "List the store's webhook endpoints", security: bearer, parameters: [storeId], responses: { '200': { description: 'endpoints' }, ...errors(...AUTH, ...NO_QUERY) } },
+      get: { summary: "List the store's webhook endpoints", security: bearer, parameters: [storeId], responses: { '200': { description: 'endpoints', ...json(ref('WebhookEndpointList')) }, ...errors(...AUTH, ...NO_QUERY) } },
       post: {
         summary: 'Add a webhook endpoint; the secret is returned once',
         security: bearer,
@@ -261,7 +274,7 @@ export const OPENAPI_DOCUMENT = {
         requestBody: { required: true, ...json({ type: 'object', additionalProperties: false, properties: { ...endpointFields, enabled: { type: 'boolean' } } }) },
         responses: { '200': { description: 'updated', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...BODY, 'gone', ...WRITE_503) },
       },
-      delete: { summary: 'Delete an endpoint', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'deleted' }, ...errors(...AUTH, ...NO_QUERY, 'gone', ...WRITE_503) } },
+      delete: { summary: 'Delete an endpoint', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'the endpoint as it was, with deleted: true', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...NO_QUERY, 'gone', ...WRITE_503) } },
     },
     '/v1/stores/{id}/webhooks/{wid}/rotate-secret': {
       post: { summary: 'New signing secret; the previous one stays valid 24 h', security: bearer, parameters: [storeId, endpointId], requestBody: NO_PARAMS, responses: { '200': { description: 'with the new secret', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...BODY, 'gone', ...WRITE_503) } },
@@ -270,19 +283,19 @@ export const OPENAPI_DOCUMENT = {
       post: { summary: 'Send a synthetic webhook.test now; answered after the first attempt', security: bearer, parameters: [storeId, endpointId], requestBody: NO_PARAMS, responses: { '201': { description: 'the delivery', ...json(ref('WebhookDelivery')) }, ...errors(...AUTH, ...BODY, 'gone', ...WRITE_503) } },
     },
     '/v1/stores/{id}/callback-secret/rotate': {
-      post: { summary: "Rotate the secret that signs deliveries to invoices' callback_url", security: bearer, parameters: [storeId], requestBody: NO_PARAMS, responses: { '200': { description: 'with the new secret' }, ...errors(...AUTH, ...BODY, ...WRITE_503) } },
+      post: { summary: "Rotate the secret that signs deliveries to invoices' callback_url", security: bearer, parameters: [storeId], requestBody: NO_PARAMS, responses: { '200': { description: 'with the new secret', ...json(ref('CallbackSecret')) }, ...errors(...AUTH, ...BODY, ...WRITE_503) } },
     },
     '/v1/stores/{id}/test-invoice': {
       post: { summary: 'Dashboard endpoint (session cookie, spec 5): Till has no dashboard, so this is always 401 auth_required; create test invoices at POST /v1/invoices with a test key', parameters: [idParam('id', 'store id (sto_…)')], responses: errors('auth_required') },
     },
     '/pay/invoices/{id}': {
-      get: { summary: 'Public checkout snapshot (CORS *)', parameters: [invoiceId], responses: { '200': { description: 'invoice and branding', ...json(ref('CheckoutInvoice')) }, ...errors('not_found') } },
+      get: { summary: 'Public checkout snapshot (CORS *)', parameters: [invoiceId], responses: { '200': { description: 'invoice and branding', ...json(ref('CheckoutInvoice')) }, ...errors('not_found', 'database_unavailable') } },
     },
     '/pay/invoices/{id}/events': {
       get: {
         summary: 'Server-Sent Events: `event: invoice` with the snapshot on connect and on every change (`event: resumed` instead on a reconnect whose Last-Event-ID is current)',
         parameters: [invoiceId, { name: 'Last-Event-ID', in: 'header', schema: { type: 'string' }, description: 'the invoice version last received' }],
-        responses: { '200': { description: 'text/event-stream' }, '204': { description: 'the invoice is final and the client already has that state: stop reconnecting' }, ...errors('not_found', 'stream_limit_reached') },
+        responses: { '200': { description: 'text/event-stream' }, '204': { description: 'the invoice is final and the client already has that state: stop reconnecting' }, ...errors('not_found', 'validation_error', 'stream_limit_reached', 'database_unavailable') },
       },
     },
     '/pay/invoices/{id}/stream': {

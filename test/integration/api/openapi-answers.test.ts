@@ -1,0 +1,101 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { OPENAPI_DOCUMENT } from '../../../src/http/openapi.ts';
+import { call, setupStore, startTestTill, TRANSPORTS } from '../../helpers/till-server.ts';
+
+// The document's answer schemas against real answers: every property an answer
+// has is documented (with its type), and every one the document requires is
+// there. A client generated from the document then reads every answer.
+
+type Schema = Record<string, any>;
+const doc = OPENAPI_DOCUMENT as unknown as Schema;
+
+function resolve(schema: Schema): Schema {
+  return schema.$ref ? resolve(doc.components.schemas[schema.$ref.split('/').at(-1)]) : schema;
+}
+
+const IS: Record<string, (v: unknown) => boolean> = {
+  string: (v) => typeof v === 'string',
+  integer: (v) => Number.isInteger(v),
+  number: (v) => typeof v === 'number',
+  boolean: (v) => typeof v === 'boolean',
+  null: (v) => v === null,
+  array: (v) => Array.isArray(v),
+  object: (v) => typeof v === 'object' && v !== null && !Array.isArray(v),
+};
+
+/** What in `value` the schema does not describe; answers are read as closed (no property the document lacks). */
+function problemsOf(schema: Schema, value: unknown, path = '$'): string[] {
+  const s = resolve(schema);
+  if (s.oneOf) {
+    const matching = (s.oneOf as Schema[]).filter((option) => problemsOf(option, value, path).length === 0).length;
+    return matching === 1 ? [] : [`${path}: matches ${matching} of its oneOf`];
+  }
+  if ('const' in s) return value === s.const ? [] : [`${path}: ${JSON.stringify(value)} is not ${JSON.stringify(s.const)}`];
+  if (s.enum && !s.enum.includes(value)) return [`${path}: ${JSON.stringify(value)} is not one of ${s.enum.join(', ')}`];
+  if (s.type && ![s.type].flat().some((t: string) => IS[t]!(value))) return [`${path}: ${JSON.stringify(value)} is not ${[s.type].flat().join(' or ')}`];
+  const problems: string[] = [];
+  if (IS.object!(value)) {
+    const o = value as Record<string, unknown>;
+    for (const k of s.required ?? []) if (!(k in o)) problems.push(`${path}.${k}: missing`);
+    for (const [k, v] of Object.entries(o)) {
+      const property = s.properties?.[k] ?? (typeof s.additionalProperties === 'object' ? s.additionalProperties : undefined);
+      if (property) problems.push(...problemsOf(property, v, `${path}.${k}`));
+      else problems.push(`${path}.${k}: not in the document`);
+    }
+  }
+  if (Array.isArray(value) && s.items) value.forEach((v, i) => problems.push(...problemsOf(s.items, v, `${path}[${i}]`)));
+  return problems;
+}
+
+test('the checker finds a missing property, an undocumented one and a wrong type', () => {
+  const payment = { txid: 'ab', vout: 0, amount_sats: 1, confirmations: 0, block_height: null, status: 'mempool', first_seen_at: '2026-11-26T00:00:00.000Z' };
+  const schema = doc.components.schemas.Payment;
+  assert.deepEqual(problemsOf(schema, payment), []);
+  const { vout: _, ...missing } = payment;
+  assert.deepEqual(problemsOf(schema, missing), ['$.vout: missing']);
+  assert.deepEqual(problemsOf(schema, { ...payment, extra: 1 }), ['$.extra: not in the document']);
+  assert.deepEqual(problemsOf(schema, { ...payment, vout: '0' }), ['$.vout: "0" is not integer']);
+});
+
+for (const transport of TRANSPORTS) {
+  describe(`answers as the OpenAPI document describes them (${transport})`, () => {
+    test('invoices in each state, lists, webhook endpoints, deliveries, secrets, the checkout snapshot and errors', async (t) => {
+      const till = await startTestTill(t, { transport });
+      till.rt.ctx.config.allowPrivateCallbacks = true;
+      const { key, storeId } = setupStore(till);
+      const problems: string[] = [];
+      const check = async (method: string, template: string, path: string, body?: unknown) => {
+        const res = await call(till, method, path, { key, body });
+        const documented = doc.paths[template]?.[method.toLowerCase()]?.responses?.[String(res.status)];
+        assert.ok(documented, `${method} ${template} answers ${res.status}, which the document does not list: ${res.text.slice(0, 200)}`);
+        const schema = documented.content?.['application/json']?.schema;
+        assert.ok(schema, `${method} ${template} ${res.status} has no schema in the document`);
+        problems.push(...problemsOf(schema, res.body).map((p) => `${method} ${template} ${res.status} ${p}`));
+        return res.body;
+      };
+      const inv = await check('POST', '/v1/invoices', '/v1/invoices', { amount_sats: 1000, metadata: { order: '1' }, callback_url: 'http://127.0.0.1:9/cb' });
+      await check('POST', '/v1/invoices', '/v1/invoices', { amount: '12.50', currency: 'USD' });
+      await check('POST', '/v1/invoices/{id}/simulate', `/v1/invoices/${inv.id}/simulate`, { event: 'payment_detected', amount_sats: 400 });
+      await check('POST', '/v1/invoices/{id}/simulate', `/v1/invoices/${inv.id}/simulate`, { event: 'paid' });
+      await check('GET', '/v1/invoices/{id}', `/v1/invoices/${inv.id}`);
+      await check('GET', '/v1/invoices', '/v1/invoices?limit=2');
+      const other = await check('POST', '/v1/invoices', '/v1/invoices', { amount_sats: 1000 });
+      await check('POST', '/v1/invoices/{id}/cancel', `/v1/invoices/${other.id}/cancel`);
+      await check('POST', '/v1/invoices/{id}/cancel', `/v1/invoices/${other.id}/cancel`);
+      await check('POST', '/v1/invoices', '/v1/invoices', { amount_sats: 0 });
+      const hooks = `/v1/stores/${storeId}/webhooks`;
+      const ep = await check('POST', '/v1/stores/{id}/webhooks', hooks, { url: 'http://127.0.0.1:9/hooks', description: 'shop' });
+      await check('GET', '/v1/stores/{id}/webhooks', hooks);
+      await check('GET', '/v1/stores/{id}/webhooks/{wid}', `${hooks}/${ep.id}`);
+      await check('POST', '/v1/stores/{id}/webhooks/{wid}', `${hooks}/${ep.id}`, { enabled: true });
+      await check('POST', '/v1/stores/{id}/webhooks/{wid}/rotate-secret', `${hooks}/${ep.id}/rotate-secret`);
+      await check('POST', '/v1/stores/{id}/webhooks/{wid}/test', `${hooks}/${ep.id}/test`);
+      await check('DELETE', '/v1/stores/{id}/webhooks/{wid}', `${hooks}/${ep.id}`);
+      await check('GET', '/v1/stores/{id}/webhooks/{wid}', `${hooks}/${ep.id}`);
+      await check('POST', '/v1/stores/{id}/callback-secret/rotate', `/v1/stores/${storeId}/callback-secret/rotate`);
+      await check('GET', '/pay/invoices/{id}', `/pay/invoices/${inv.id}`);
+      assert.deepEqual(problems, []);
+    });
+  });
+}
