@@ -168,6 +168,29 @@ const schemas = {
   CallbackSecret: answer({ object: { const: 'callback_secret' }, secret: { type: 'string' }, previous_secret_expires_at: nullable('string', { format: 'date-time' }) }),
 };
 
+const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
+const headers = {
+  'X-Request-Id': { required: true, description: 'a fresh UUID per request; equal to error.request_id', schema: { type: 'string', format: 'uuid' } },
+  'Retry-After': { required: true, description: 'seconds to wait before retrying', schema: { type: 'string', pattern: '^[0-9]+$' } },
+  'Idempotent-Replayed': { description: 'true on an answer replayed for a repeated Idempotency-Key', schema: { const: 'true' } },
+};
+
+/** Every answer carries X-Request-Id; a 429 or 503 also Retry-After; a creation's 201 may be a replay. */
+function withHeaders<T extends Record<string, Record<string, { responses: Record<string, object> }>>>(paths: T): T {
+  for (const [path, operations] of Object.entries(paths)) {
+    for (const [method, operation] of Object.entries(operations)) {
+      for (const [status, response] of Object.entries(operation.responses)) {
+        (response as { headers?: object }).headers = {
+          'X-Request-Id': headerRef('X-Request-Id'),
+          ...(status === '429' || status === '503' ? { 'Retry-After': headerRef('Retry-After') } : {}),
+          ...(path === '/v1/invoices' && method === 'post' && status === '201' ? { 'Idempotent-Replayed': headerRef('Idempotent-Replayed') } : {}),
+        };
+      }
+    }
+  }
+  return paths;
+}
+
 const invoiceId = idParam('id', 'invoice id (inv_…)');
 const storeId = idParam('id', "the API key's own store (sto_…)");
 const endpointId = idParam('wid', 'webhook endpoint id (we_…)');
@@ -189,8 +212,9 @@ export const OPENAPI_DOCUMENT = {
   components: {
     securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'svc_live_… or svc_test_…' } },
     schemas,
+    headers,
   },
-  paths: {
+  paths: withHeaders({
     '/healthz': {
       get: { summary: 'Health of the database, chain watcher and rate source', responses: { '200': { description: 'ok: invoices of every kind can be made and followed' }, '503': { description: 'degraded: database, disk or chain (see docs/API.md, Health)' } } },
     },
@@ -315,6 +339,6 @@ export const OPENAPI_DOCUMENT = {
     '/stores/{id}/xpubs': { get: { summary: 'How to add a store\'s xpub with the CLI (text/plain): the page 409 no_active_xpub links to when no dashboard_url is set', parameters: [idParam('id', 'store id (sto_…)')], responses: { '200': { description: 'text/plain' }, ...errors('not_found') } } },
     '/checkout/{id}/qr.svg': { get: { summary: 'QR code of the BIP21 payment URI', parameters: [invoiceId], responses: { '200': { description: 'SVG' }, ...errors('not_found') } } },
     '/checkout/assets/{name}': { get: { summary: 'Checkout page assets', parameters: [idParam('name', 'asset file name')], responses: { '200': { description: 'asset' }, ...errors('not_found') } } },
-  },
+  }),
   'x-common-errors': errors('not_found', 'method_not_allowed', 'internal_error'),
 } as const;

@@ -11,7 +11,21 @@ type Schema = Record<string, any>;
 const doc = OPENAPI_DOCUMENT as unknown as Schema;
 
 function resolve(schema: Schema): Schema {
-  return schema.$ref ? resolve(doc.components.schemas[schema.$ref.split('/').at(-1)]) : schema;
+  if (!schema.$ref) return schema;
+  const [, , kind, name] = schema.$ref.split('/');
+  return resolve(doc.components[kind][name]);
+}
+
+/** The documented headers an answer lacks, or carries with a value its schema refuses. */
+function headerProblemsOf(documented: Record<string, Schema>, headers: Headers): string[] {
+  return Object.entries(documented).flatMap(([name, ref]) => {
+    const header = resolve(ref);
+    const value = headers.get(name);
+    if (value === null) return header.required ? [`header ${name}: missing`] : [];
+    const { schema } = header;
+    const ok = schema.const !== undefined ? value === schema.const : !schema.pattern || new RegExp(schema.pattern).test(value);
+    return ok && (schema.format !== 'uuid' || /^[0-9a-f-]{36}$/.test(value)) ? [] : [`header ${name}: ${value}`];
+  });
 }
 
 const IS: Record<string, (v: unknown) => boolean> = {
@@ -48,7 +62,7 @@ function problemsOf(schema: Schema, value: unknown, path = '$'): string[] {
   return problems;
 }
 
-test('the checker finds a missing property, an undocumented one and a wrong type', () => {
+test('the checker finds a missing property, an undocumented one, a wrong type, and a header missing or wrong', () => {
   const payment = { txid: 'ab', vout: 0, amount_sats: 1, confirmations: 0, block_height: null, status: 'mempool', first_seen_at: '2026-11-26T00:00:00.000Z' };
   const schema = doc.components.schemas.Payment;
   assert.deepEqual(problemsOf(schema, payment), []);
@@ -56,6 +70,9 @@ test('the checker finds a missing property, an undocumented one and a wrong type
   assert.deepEqual(problemsOf(schema, missing), ['$.vout: missing']);
   assert.deepEqual(problemsOf(schema, { ...payment, extra: 1 }), ['$.extra: not in the document']);
   assert.deepEqual(problemsOf(schema, { ...payment, vout: '0' }), ['$.vout: "0" is not integer']);
+  const documented = doc.paths['/v1/invoices'].post.responses['201'].headers;
+  assert.deepEqual(headerProblemsOf(documented, new Headers({ 'x-request-id': crypto.randomUUID() })), []);
+  assert.deepEqual(headerProblemsOf(documented, new Headers({ 'idempotent-replayed': 'yes' })), ['header X-Request-Id: missing', 'header Idempotent-Replayed: yes']);
 });
 
 for (const transport of TRANSPORTS) {
@@ -65,13 +82,13 @@ for (const transport of TRANSPORTS) {
       till.rt.ctx.config.allowPrivateCallbacks = true;
       const { key, storeId } = setupStore(till);
       const problems: string[] = [];
-      const check = async (method: string, template: string, path: string, body?: unknown) => {
-        const res = await call(till, method, path, { key, body });
+      const check = async (method: string, template: string, path: string, body?: unknown, headers?: Record<string, string>) => {
+        const res = await call(till, method, path, { key, body, headers });
         const documented = doc.paths[template]?.[method.toLowerCase()]?.responses?.[String(res.status)];
         assert.ok(documented, `${method} ${template} answers ${res.status}, which the document does not list: ${res.text.slice(0, 200)}`);
         const schema = documented.content?.['application/json']?.schema;
         assert.ok(schema, `${method} ${template} ${res.status} has no schema in the document`);
-        problems.push(...problemsOf(schema, res.body).map((p) => `${method} ${template} ${res.status} ${p}`));
+        problems.push(...[...problemsOf(schema, res.body), ...headerProblemsOf(documented.headers ?? {}, res.headers)].map((p) => `${method} ${template} ${res.status} ${p}`));
         return res.body;
       };
       const inv = await check('POST', '/v1/invoices', '/v1/invoices', { amount_sats: 1000, metadata: { order: '1' }, callback_url: 'http://127.0.0.1:9/cb' });
@@ -84,6 +101,11 @@ for (const transport of TRANSPORTS) {
       await check('POST', '/v1/invoices/{id}/cancel', `/v1/invoices/${other.id}/cancel`);
       await check('POST', '/v1/invoices/{id}/cancel', `/v1/invoices/${other.id}/cancel`);
       await check('POST', '/v1/invoices', '/v1/invoices', { amount_sats: 0 });
+      for (let i = 0; i < 2; i++) await check('POST', '/v1/invoices', '/v1/invoices', { amount_sats: 7 }, { 'idempotency-key': 'order-7' });
+      // Past 100 creations a minute: 429, with Retry-After.
+      for (let made = 0; (await call(till, 'POST', '/v1/invoices', { key, body: { amount_sats: 1 } })).status === 201 && made < 100; made++);
+      const limited = await check('POST', '/v1/invoices', '/v1/invoices', { amount_sats: 1 });
+      assert.equal(limited.error.code, 'rate_limited');
       const hooks = `/v1/stores/${storeId}/webhooks`;
       const ep = await check('POST', '/v1/stores/{id}/webhooks', hooks, { url: 'http://127.0.0.1:9/hooks', description: 'shop' });
       await check('GET', '/v1/stores/{id}/webhooks', hooks);
