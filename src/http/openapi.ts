@@ -135,7 +135,7 @@ const schemas = {
     secret: { type: 'string', description: 'only in the answers of create and rotate-secret' },
     deleted: { const: true, description: 'only in the answer of delete' },
   }, ['secret', 'deleted']),
-  WebhookEndpointList: answer({ object: { const: 'list' }, has_more: { const: false, description: 'every endpoint (at most 16 a store), oldest first' }, data: { type: 'array', items: ref('WebhookEndpoint') } }),
+  WebhookEndpointList: answer({ object: { const: 'list' }, url: { type: 'string' }, has_more: { const: false, description: 'every endpoint (at most 16 a store), oldest first' }, data: { type: 'array', items: ref('WebhookEndpoint') } }),
   WebhookDelivery: answer({
     id: { type: 'string', pattern: '^dlv_' },
     object: { const: 'webhook_delivery' },

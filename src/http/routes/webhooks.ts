@@ -42,7 +42,7 @@ export function registerWebhookRoutes(app: H3, rt: Runtime): void {
   defineRoute(app, '/v1/stores/:id/webhooks', {
     GET: (event) => {
       const storeId = ownStore(event);
-      return { object: 'list', has_more: false, data: listEndpoints(ctx, storeId).map(endpointView) };
+      return { object: 'list', url: `/v1/stores/${storeId}/webhooks`, has_more: false, data: listEndpoints(ctx, storeId).map(endpointView) };
     },
     POST: async (event) => {
       const storeId = ownStore(event);
