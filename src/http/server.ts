@@ -72,7 +72,8 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
   server.node?.server?.on('checkExpectation', (req, res) => server.node!.server!.emit('request', req, res));
   // Responses begun, or owed to a request read in full: a parser error's answer may not go before them.
   const answering = (socket: Socket) => [...(responses.get(socket) ?? [])].filter((res) => !res.writableFinished && (res.headersSent || res.req.complete));
-  server.node?.server?.on('clientError', clientErrorListener({ answering, answered: (socket) => answeredEarly.get(socket)?.complete === false }, opts.log));
+  const reading = (socket: Socket) => [...(responses.get(socket) ?? [])].find((res) => !res.headersSent && !res.req.complete)?.req;
+  server.node?.server?.on('clientError', clientErrorListener({ answering, answered: (socket) => answeredEarly.get(socket)?.complete === false, reading }, opts.log));
   await server.ready();
   // Upgraded sockets leave the HTTP server's books: closing it neither ends
   // them nor finishes while they are open. Track them to drop them on close.

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { ApiError } from '../../domain/errors.ts';
 import { errorBody } from '../errors.ts';
@@ -31,6 +32,17 @@ export interface ConnectionAnswers {
   answering(socket: Socket): ServerResponse[];
   /** Whether the request in progress was answered already, before its body was in (a 413, a 401). */
   answered(socket: Socket): boolean;
+  /** The request whose body the app is still reading, unanswered (a body that stalls past its deadline). */
+  reading(socket: Socket): IncomingMessage | undefined;
+}
+
+// Requests this listener answered while the app still read their body: the app's
+// own answer to the body it lost never reaches the client, nor its log.
+const answeredHere = new WeakSet<IncomingMessage>();
+
+/** Whether the listener answered this request (the app then neither answers nor logs it). */
+export function wasAnsweredByClientError(req: IncomingMessage | undefined): boolean {
+  return req !== undefined && answeredHere.has(req);
 }
 
 /**
@@ -39,8 +51,9 @@ export interface ConnectionAnswers {
  * the bad request unanswered: a 400 among them would be read as one of their
  * answers. A request answered before its body was in (whose body then stalls
  * past its deadline, say) gets no second answer: the connection closes.
- * Otherwise the envelope, then close. Each 400 is logged like a request, with
- * no method or path to tell.
+ * Otherwise the envelope, then close. Each 400 is logged like a request: with
+ * the method and path of the request whose body the app was reading, if any
+ * (its one log line), else with none to tell.
  */
 export function clientErrorListener(connection: ConnectionAnswers, log?: RequestLog): (err: Error & { code?: string }, socket: Socket) => void {
   return (err, socket) => {
@@ -54,6 +67,8 @@ export function clientErrorListener(connection: ConnectionAnswers, log?: Request
     }
     if (reachable) {
       const started = performance.now();
+      const req = connection.reading(socket);
+      if (req) answeredHere.add(req);
       const e = refusal(err.code);
       const requestId = randomUUID();
       const body = errorBody(e, requestId);
@@ -61,7 +76,7 @@ export function clientErrorListener(connection: ConnectionAnswers, log?: Request
         `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status]}\r\nContent-Type: application/json; charset=utf-8\r\nCache-Control: no-store\r\nX-Request-Id: ${requestId}\r\nAccess-Control-Allow-Origin: *\r\n` +
           `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
       );
-      log?.({ requestId, method: '-', path: '-', status: e.status, started, keyId: undefined });
+      log?.({ requestId, method: req?.method ?? '-', path: req?.url?.split('?', 1)[0] ?? '-', status: e.status, started, keyId: undefined });
     }
     socket.destroy(err);
   };

@@ -5,6 +5,7 @@ import type { H3Event, Middleware } from 'h3';
 import { createLineLogger, type Logger } from '../../log.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { errorResponse, toApiError } from '../errors.ts';
+import { wasAnsweredByClientError } from '../internal/client-error.ts';
 import { discardAnswer } from '../internal/route.ts';
 import { sendJson } from '../internal/send-json.ts';
 import { isPublicPath, PUBLIC_CORS_HEADERS } from './cors.ts';
@@ -101,7 +102,10 @@ export function requestContext(logger: Logger, log: RequestLog, durable: () => P
     let status = answer instanceof Response ? answer.status : (event.res.status ?? 200);
     // A WebSocket route answers a placeholder 426 that crossws replaces with the 101.
     if (status === 426 && getWebSocketHooks(event.req)) status = 101;
-    log({ requestId, method: event.req.method, path: rewritten ?? event.url.pathname, status, started, keyId: event.context.apiKeyId });
+    // A body that stalled past its deadline was answered, and logged, by the server's clientError listener.
+    if (!wasAnsweredByClientError(nodeRequestOf(event))) {
+      log({ requestId, method: event.req.method, path: rewritten ?? event.url.pathname, status, started, keyId: event.context.apiKeyId });
+    }
     return answer;
   };
 }

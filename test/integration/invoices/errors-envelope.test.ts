@@ -299,13 +299,19 @@ describe('bodies Node parses first, on a raw socket (socket)', () => {
     assert.equal(res.headers.get('access-control-allow-origin'), '*');
   });
 
-  test('a creation whose body stalls: 400 "not received in time" once the request deadline passes, nothing written', async (t) => {
-    const own = await startTestTill(t, { deadlines: { headersMs: 300, requestMs: 600 } });
+  test('a creation whose body stalls: 400 "not received in time" once the request deadline passes, nothing written; one log line, as the client saw it', async (t) => {
+    const { logger, lines } = capturedLogger();
+    const own = await startTestTill(t, { deadlines: { headersMs: 300, requestMs: 600 }, logger });
     const ownKey = setupStore(own).key;
     const stalled = `POST /v1/invoices HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${ownKey}\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n{"amount_sats":`;
     const text = await assertWritesNothing(own, () => rawConversation(own.url, stalled));
     assert.deepEqual(statusCodes(text), [400]);
     assert.match(text, /"code":"validation_error".*not received in time/);
+    // The app's own answer to the body it lost goes nowhere: give it the time to (not) log one.
+    await new Promise((r) => setTimeout(r, 50));
+    const requestId = /X-Request-Id: ([0-9a-f-]{36})/.exec(text)?.[1];
+    const logged = lines.filter((l) => l.msg === 'request').map((l) => [l.method, l.path, l.status, l.req_id === requestId]);
+    assert.deepEqual(logged, [['POST', '/v1/invoices', 400, true]]);
   });
 
   test('a request answered before its body is in (413, 401) whose body then stalls: that one answer, then the connection closes', async (t) => {
