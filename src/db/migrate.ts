@@ -7,16 +7,17 @@ export class SchemaTooNewError extends Error {
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;
 
+/** What Till says as it upgrades a database: the one transaction takes seconds to minutes on a large one. */
+export const UPGRADE_NOTICE = 'upgrading the database to this version (one transaction: seconds to minutes on a large one; stopped part-way, it stays as it was)';
+
 /**
  * Applies the bundled migrations in order, all in one transaction, and
  * records progress in PRAGMA user_version. An upgrade interrupted (killed, a
  * power cut, a failing migration) leaves the schema the older Till wrote and
  * can still run; the next start upgrades from there. A database written by a
- * newer Till is refused rather than half-understood.
+ * newer Till is refused rather than half-understood. `onUpgrade` hears of an
+ * upgrade about to run (after `beforeUpgrade` let it).
  */
-/** What Till says as it upgrades a database: the one transaction takes seconds to minutes on a large one. */
-export const UPGRADE_NOTICE = 'upgrading the database to this version (one transaction: seconds to minutes on a large one; stopped part-way, it stays as it was)';
-
 export function migrate(db: Database.Database, beforeUpgrade?: (db: Database.Database) => void, onUpgrade?: (from: number, to: number) => void): number {
   const from = schemaVersion(db);
   refuseNewer(from);
