@@ -192,7 +192,7 @@ export async function runWebhooksBench(): Promise<BenchRow[]> {
   let dbThread: DbThread | null = null;
   try {
     receiver = await startReceiver();
-    rt = createRuntime(benchConfig(dir.path, { TILL_ALLOW_PRIVATE_CALLBACKS: 'true' }), { logger: devNullLogger() });
+    rt = createRuntime(benchConfig(dir.path), { logger: devNullLogger() });
     const ctx = rt.ctx;
     // As `till serve` runs it: WAL checkpoints and the outcomes' commits in the db thread.
     dbThread = startDbThread(ctx.db, { busyTimeoutMs: 5000, onError: (err) => log(err.message) });

@@ -8,7 +8,8 @@ import { createContext, type Context } from '../../../src/services/context.ts';
 // addresses, deliveries waiting for retry) are written with one SQL statement
 // in one transaction each, far faster than a million service calls.
 
-export const BENCH_ENV = { TILL_NETWORK: 'regtest', TILL_RATES: 'fixed:65000', TILL_BITCOIND: 'false' } as const;
+// Every receiver a bench runs is on loopback: private receivers allowed.
+export const BENCH_ENV = { TILL_NETWORK: 'regtest', TILL_RATES: 'fixed:65000', TILL_BITCOIND: 'false', TILL_ALLOW_PRIVATE_CALLBACKS: 'true' } as const;
 
 /** Till's config for a bench data dir: regtest, fixed rate, no bitcoind unless env says otherwise. */
 export function benchConfig(dataDir: string, env: Record<string, string> = {}): Config {
