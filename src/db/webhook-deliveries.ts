@@ -78,6 +78,11 @@ const FINISH_SET_ASIDE_ATTEMPT_SQL = `UPDATE webhook_deliveries SET total_attemp
     last_error = CASE WHEN @status = 'success' THEN NULL ELSE last_error END,
     completed_at = CASE WHEN @status = 'success' THEN @completedAt ELSE completed_at END
   WHERE id = @id AND ${SET_ASIDE_DURING}`;
+// Nothing was sent (its endpoint disabled or deleted since the delivery was
+// read): no attempt to record. A row still attempting is set aside as its
+// endpoint's others were; one set aside already stays as it is.
+const SET_ASIDE_UNSENT_SQL = `UPDATE webhook_deliveries SET status = 'dead_letter', next_attempt_at = NULL, completed_at = @now, last_error = @why
+  WHERE id = @id AND status = 'attempting'`;
 
 export type WebhookDeliveriesRepo = ReturnType<typeof createWebhookDeliveriesRepo>;
 
@@ -177,6 +182,10 @@ export function createWebhookDeliveriesRepo(db: Db) {
           params: { id, ...next, lastAttemptAt: a.startedAt, lastStatusCode: a.statusCode, lastError: a.error, responseBody: a.responseBody },
         },
       ];
+    },
+    /** A delivery not sent, its endpoint disabled or deleted since it was read: set aside, with no attempt recorded. */
+    statementsToSetAsideUnsent(id: string, now: number, why: string): Statement[] {
+      return [{ sql: SET_ASIDE_UNSENT_SQL, params: { id, now, why } }];
     },
     /** The endpoint was disabled or deleted: what waits for it becomes a dead letter now (an attempt under way still records its outcome). */
     setAside(endpointId: string, now: number, why: string): number {

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { SendingSecrets } from '../db/webhook-endpoints.ts';
-import type { DueDelivery } from '../db/webhook-deliveries.ts';
+import { SET_ASIDE, type DueDelivery } from '../db/webhook-deliveries.ts';
 import type { Statement } from '../db/write-queue.ts';
 import { createLineLogger, type LineFields, type Logger } from '../log.ts';
 import type { Context } from '../services/context.ts';
@@ -59,7 +59,10 @@ export interface DeliveryWorkerOptions {
  * maxPerTarget per receiver, so one slow endpoint never holds up the others,
  * and its own later events still go out beside its hanging ones, and
  * maxPerOrigin per host: an attempt waits here, never inside the HTTP
- * client, where waiting for a socket would eat its deadline.
+ * client, where waiting for a socket would eat its deadline. A slot a host
+ * frees goes first to an endpoint that waited for it with none under way
+ * there: two hanging endpoints filling a host's bound would otherwise keep the
+ * healthy ones on that host waiting for their whole backlog.
  */
 export class DeliveryWorker {
   readonly #ctx: Context;
@@ -80,8 +83,10 @@ export class DeliveryWorker {
   #sending = 0;
   readonly #perTarget = new Map<string, number>();
   readonly #perOrigin = new Map<string, number>();
-  /** Origins whose bound held back due attempts: all are pumped once such an origin is down to half. */
-  readonly #originStarved = new Set<string>();
+  /** Attempts waiting for an answer by origin and target: who holds a host's slots. */
+  readonly #originHolders = new Map<string, Map<string, number>>();
+  /** Targets held back by their origin's bound, by origin: its freed slots go to them first. */
+  readonly #originWaiting = new Map<string, Set<string>>();
   /** Ids of each target's deliveries in #inFlight: answered ones stay until their outcome commits. */
   readonly #held = new Map<string, Set<string>>();
   /**
@@ -133,7 +138,7 @@ export class DeliveryWorker {
     this.#stopped.abort();
     this.#readAhead.clear();
     this.#readAheadRows = 0;
-    this.#originStarved.clear();
+    this.#originWaiting.clear();
     if (this.#timer) clearInterval(this.#timer);
     this.#unsubscribe?.();
     while (this.#inFlight.size > 0) await Promise.all(this.#inFlight.values());
@@ -197,12 +202,14 @@ export class DeliveryWorker {
       // Secrets per delivery: stores may share a callback origin, hence a target.
       const sealed = this.#ctx.repos.webhookEndpoints.sendingSecrets(d, now);
       const origin = originOf(targetUrl(d, sealed));
-      if ((this.#perOrigin.get(origin) ?? 0) >= this.#maxPerOrigin) {
+      if (!this.#mayTakeOriginSlot(origin, target)) {
         // Back to the front of the read-ahead: started once the origin has room.
         const rest = starting.slice(i);
         this.#readAhead.set(target, rest.concat(this.#readAhead.get(target) ?? []));
         this.#readAheadRows += rest.length;
-        this.#originStarved.add(origin);
+        let waiting = this.#originWaiting.get(origin);
+        if (!waiting) this.#originWaiting.set(origin, (waiting = new Set()));
+        waiting.add(target);
         return;
       }
       started.push(this.#start(d, sealed, origin));
@@ -210,17 +217,44 @@ export class DeliveryWorker {
   }
 
   /**
-   * After an answer: refill that target (from its rows read ahead, or from
-   * SQL once it is down to half its bound), or, if the last pump left targets
-   * waiting for the overall bound, pump everything once the worker is down to
-   * half of it. New events and the 1 s timer pump everything anyway.
+   * Whether `target` may start an attempt at `origin`: within the origin's
+   * bound, and, if it has attempts there already, none waits there with none.
+   */
+  #mayTakeOriginSlot(origin: string, target: string): boolean {
+    if ((this.#perOrigin.get(origin) ?? 0) >= this.#maxPerOrigin) return false;
+    return !this.#originHolders.get(origin)?.has(target) || this.#starvedAt(origin, target).length === 0;
+  }
+
+  /** The targets other than `target` waiting for `origin` with no attempt under way there. */
+  #starvedAt(origin: string, target: string): string[] {
+    const waiting = this.#originWaiting.get(origin);
+    if (!waiting) return [];
+    const holders = this.#originHolders.get(origin);
+    return [...waiting].filter((t) => t !== target && !holders?.has(t));
+  }
+
+  /**
+   * After an answer: first the targets that waited for this origin with no
+   * attempt there get its free slots (from their rows read ahead); then that target is refilled
+   * (from its rows read ahead, or from SQL once it is down to half its
+   * bound), or, if the last pump left targets waiting for the overall bound,
+   * everything is pumped once the worker is down to half of it. New events
+   * and the 1 s timer pump everything anyway.
    */
   #afterAttempt(target: string, origin: string): void {
     if (this.#stopping) return;
-    const originHalf = this.#originStarved.has(origin) && (this.#perOrigin.get(origin) ?? 0) <= this.#maxPerOrigin / 2;
-    if (originHalf) this.#originStarved.delete(origin);
+    const now = this.#ctx.clock.now();
+    // Each leaves the line for its turn, and joins it again if held back once more.
+    for (const other of this.#starvedAt(origin, target)) {
+      const waiting = this.#originWaiting.get(origin)!;
+      waiting.delete(other);
+      if (waiting.size === 0) this.#originWaiting.delete(origin);
+      this.#startDue(other, now, []);
+    }
+    const originHalf = this.#originWaiting.has(origin) && (this.#perOrigin.get(origin) ?? 0) <= this.#maxPerOrigin / 2;
+    if (originHalf) this.#originWaiting.delete(origin);
     if (originHalf || (this.#starved && this.#sending <= this.#maxInFlight / 2)) this.wake();
-    else this.#startDue(target, this.#ctx.clock.now(), []);
+    else this.#startDue(target, now, []);
   }
 
   /** For tests and the CLI: pump, then wait for the attempts it started. */
@@ -248,6 +282,7 @@ export class DeliveryWorker {
     this.#sending++;
     bump(this.#perTarget, d.target, 1);
     bump(this.#perOrigin, origin, 1);
+    this.#holdOriginSlot(origin, d.target, 1);
     let held = this.#held.get(d.target);
     if (!held) this.#held.set(d.target, (held = new Set()));
     held.add(d.id);
@@ -258,6 +293,7 @@ export class DeliveryWorker {
       this.#sending--;
       bump(this.#perTarget, d.target, -1);
       bump(this.#perOrigin, origin, -1);
+      this.#holdOriginSlot(origin, d.target, -1);
       this.#afterAttempt(d.target, origin);
     };
     const p = this.#send(d, sealed)
@@ -274,6 +310,13 @@ export class DeliveryWorker {
       });
     this.#inFlight.set(d.id, p);
     return p;
+  }
+
+  #holdOriginSlot(origin: string, target: string, by: number): void {
+    let holders = this.#originHolders.get(origin);
+    if (!holders) this.#originHolders.set(origin, (holders = new Map()));
+    bump(holders, target, by);
+    if (holders.size === 0) this.#originHolders.delete(origin);
   }
 
   #open(sealed: string): string {
@@ -341,15 +384,20 @@ export class DeliveryWorker {
 
   async #record(d: DueDelivery, sealed: SendingSecrets | null, { startedAt, result }: { startedAt: number; result: SendResult }): Promise<void> {
     const ctx = this.#ctx;
-    const outcome = sealed ? classifyOutcome(result.timedOut ? { error: result.error } : { status: result.status, error: result.error }) : 'retry';
+    if (!sealed) {
+      // Nothing went on the wire: no attempt for `deliveries show` to list (a row read ahead was set aside since).
+      const endpoint = d.endpointId === null ? undefined : ctx.repos.webhookEndpoints.get(d.endpointId);
+      const why = endpoint && endpoint.deletedAt === null ? SET_ASIDE.disabled : SET_ASIDE.deleted;
+      await this.#commitOutcome(d.id, ctx.repos.webhookDeliveries.statementsToSetAsideUnsent(d.id, ctx.clock.now(), why));
+      return;
+    }
+    const outcome = classifyOutcome(result.timedOut ? { error: result.error } : { status: result.status, error: result.error });
     const finishedAt = ctx.clock.now();
     const next =
       outcome === 'success' ? { status: 'success' as const, nextAttemptAt: null, completedAt: finishedAt }
       : outcome === 'failed' ? { status: 'failed' as const, nextAttemptAt: null, completedAt: finishedAt }
       : (() => {
-          // A disabled or deleted endpoint: set aside as dead_letter at once, replayable once it is enabled
-          // again (failed is a receiver's 4xx, spec 3.2).
-          const at = sealed ? nextAttemptAt(d.attempts + 1, startedAt) : null;
+          const at = nextAttemptAt(d.attempts + 1, startedAt);
           return at === null ? { status: 'dead_letter' as const, nextAttemptAt: null, completedAt: finishedAt } : { status: 'attempting' as const, nextAttemptAt: at, completedAt: null };
         })();
     // Outcomes wait a few ms for each other: one fsync for many. A crash in

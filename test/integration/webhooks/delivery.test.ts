@@ -16,6 +16,7 @@ import { tempDir } from '../../helpers/temp.ts';
 import { call, setupStore } from '../../helpers/till-server.ts';
 import { createInvoice, deliveriesOf, startWebhookFixture } from './helpers.ts';
 import { holdWriteLock } from '../../helpers/write-lock.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
 
 describe('webhook delivery', () => {
   test('a delivery carries the spec headers and a signature over the exact body', async (t) => {
@@ -420,6 +421,46 @@ describe('webhook delivery', () => {
     const deliveries = deliveriesOf(f.till);
     assert.equal(deliveries.length, 48);
     assert.deepEqual(deliveries.filter((d) => d.status !== 'success').map((d) => d.status), []);
+  });
+
+  test('two hanging endpoints filling their host\'s bound: a healthy endpoint on that host gets the slots they free, before their backlog', async (t) => {
+    const f = await startWebhookFixture(t, { events: ['invoice.created'], webhookTimeoutMs: 2000 });
+    for (const path of ['/hang-a', '/hang-b']) {
+      const res = await call(f.till, 'POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: { url: `${f.receiver.url}${path}`, enabled_events: ['invoice.created'] } });
+      assert.equal(res.status, 201, res.text);
+    }
+    f.receiver.respondWith((req) => (req.url.startsWith('/hang') ? answer.hang() : answer.status(200)));
+    for (let i = 0; i < 40; i++) await createInvoice(f);
+    f.till.rt.webhooks.start(50);
+    const healthy = () => f.receiver.requests.filter((r) => !r.url.startsWith('/hang')).length;
+    await waitFor(() => healthy() >= 40, 'every event at the healthy endpoint', 30_000);
+    const hanging = f.receiver.requests.length - healthy();
+    await f.till.rt.webhooks.stop();
+    // The hanging two fill the host's 32 slots at once. Once they time out (2 s), the healthy endpoint waiting for
+    // the host is first in line, and the hanging ones keep an even share (a third each): it is served within that
+    // round, not after all 80 of their first attempts.
+    assert.ok(hanging < 64, `hanging attempts made before the healthy endpoint had all 40: ${hanging}`);
+  });
+
+  test('an endpoint disabled while deliveries wait in the worker\'s read-ahead: those are set aside unsent, with no attempt recorded', async (t) => {
+    const f = await startWebhookFixture(t, { events: ['invoice.created'], webhookTimeoutMs: 500 });
+    f.receiver.respondWith(() => answer.hang());
+    for (let i = 0; i < 40; i++) await createInvoice(f);
+    f.till.rt.webhooks.start(50);
+    // 16 on the wire (the endpoint's bound), the rest read ahead behind them.
+    await f.receiver.waitForRequests(16, 5_000);
+    const off = await call(f.till, 'POST', `/v1/stores/${f.store.storeId}/webhooks/${f.endpointId}`, { key: f.store.key, body: { enabled: false } });
+    assert.equal(off.status, 200, off.text);
+    // The 16 time out and are recorded; the worker then starts what it had read ahead, which finds the endpoint disabled.
+    await waitFor(() => f.till.rt.ctx.db.prepare('SELECT COUNT(*) n FROM webhook_attempts').get() as { n: number }, 'the attempts on the wire recorded');
+    await new Promise((r) => setTimeout(r, 1000));
+    await f.till.rt.webhooks.stop();
+    const sent = f.receiver.requests.length;
+    const recorded = f.till.rt.ctx.db.prepare('SELECT COUNT(*) n, SUM(error = \'endpoint disabled or deleted\') unsent FROM webhook_attempts').get() as { n: number; unsent: number };
+    assert.deepEqual([recorded.n, recorded.unsent], [sent, 0], 'one attempt recorded per request the receiver got');
+    const counted = f.till.rt.ctx.db.prepare('SELECT SUM(total_attempts) n FROM webhook_deliveries').get() as { n: number };
+    assert.equal(counted.n, sent);
+    assert.deepEqual(deliveriesOf(f.till).filter((d) => d.status !== 'dead_letter').map((d) => d.status), []);
   });
 
   for (const status of [200, 201, 204]) {
