@@ -23,7 +23,8 @@ export function deliveriesCommand(): Command {
       });
       // The text names each delivery's event and invoice, to tell them apart; the JSON has event_id for that.
       emit(this.optsWithGlobals(), ds, () => table(ds.map((d) => [
-        d.id, d.status, plural(d.total_attempts, 'try', 'tries'), String(d.last_error ?? d.last_status_code ?? '-'),
+        // A success says its code: an error beside it (the answer's body cut short) did not keep the receiver from it.
+        d.id, d.status, plural(d.total_attempts, 'try', 'tries'), String((d.status === 'success' ? d.last_status_code : d.last_error ?? d.last_status_code) ?? '-'),
         kinds.get(d.event_id)?.type ?? '-', kinds.get(d.event_id)?.invoiceId ?? '-', d.url,
       ])));
     });
@@ -36,8 +37,9 @@ export function deliveriesCommand(): Command {
           `${d.id}  ${d.status}  event ${d.event_id}  → ${d.url}`,
           d.next_attempt_at ? `next attempt at ${d.next_attempt_at}` : null,
           // Set aside without an attempt (endpoint disabled or deleted): the attempts below do not say why.
-          d.last_error ? `last error: ${d.last_error}` : null,
-          ...(d.attempt_log ?? []).map((a) => `  #${a.n} ${a.started_at}  ${a.status_code ?? a.error}  ${a.duration_ms} ms  ${(a.response_body ?? '').slice(0, 120).replace(/\s+/g, ' ')}`),
+          d.last_error && d.status !== 'success' ? `last error: ${d.last_error}` : null,
+          // Both when both: a status line that came, then a body that did not in time ("200 timeout after 10000 ms").
+          ...(d.attempt_log ?? []).map((a) => `  #${a.n} ${a.started_at}  ${[a.status_code, a.error].filter((x) => x !== null).join(' ')}  ${a.duration_ms} ms  ${(a.response_body ?? '').slice(0, 120).replace(/\s+/g, ' ')}`),
         ].filter(Boolean).join('\n'));
     });
 
@@ -53,7 +55,7 @@ export function deliveriesCommand(): Command {
       const ds = replayed.map((d) => deliveryView(d));
       emit(this.optsWithGlobals(), { replayed: ds, left_dead_letters: left }, () =>
         `replaying ${plural(ds.length, 'delivery', 'deliveries')}` +
-          (left ? `; ${plural(left, 'dead letter', 'dead letters')} of a disabled or deleted endpoint left as ${left === 1 ? 'it is' : 'they are'} (enable the endpoint, then replay)` : ''));
+          (left ? `; ${plural(left, 'dead letter', 'dead letters')} of a disabled or deleted endpoint left as ${left === 1 ? 'it is' : 'they are'} (a disabled endpoint's: enable it, then replay; a deleted one's cannot be replayed)` : ''));
     });
   cmd.command('prune').description('delete delivered webhook history older than some days: events whose every delivery succeeded, those deliveries and their attempts (invoices, payments and deliveries not delivered are kept)')
     .requiredOption('--older-than <days>', 'what is older than this many days goes (1-36500)', parseIntegerOption('--older-than', 1, 36_500))

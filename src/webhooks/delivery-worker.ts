@@ -411,7 +411,7 @@ export class DeliveryWorker {
       responseBody: result.responseBody,
     }, next);
     if (!(await this.#commitOutcome(d.id, write))) return;
-    this.#attemptLog({ delivery_id: d.id, event_id: d.eventId, status_code: result.status, outcome: next.status, attempt: d.attempts + 1 });
+    this.#attemptLog({ delivery_id: d.id, event_id: d.eventId, status_code: result.status, error: result.error, outcome: next.status, attempt: d.attempts + 1 });
   }
 
   /**

@@ -4,6 +4,7 @@ import type { Agent, Dispatcher } from 'undici';
 import { isPrivateAddress } from './address-policy.ts';
 
 export const RESPONSE_BODY_LIMIT = 4096;
+const NODE_CA_HINT = /; if the root CA is installed locally, try running Node\.js with --use-system-ca$/;
 
 export interface SendRequest {
   url: string;
@@ -125,7 +126,8 @@ export function sendWebhook(req: SendRequest): Promise<SendResult> {
       },
       onResponseError(_c, err) {
         const code = (err as NodeJS.ErrnoException).code;
-        finish(code === 'EPRIVATE' ? err.message : `${code ?? 'error'}: ${err.message}`);
+        // Node's hint to run it with --use-system-ca is no help to an operator reading the attempt.
+        finish(code === 'EPRIVATE' ? err.message : `${code ?? 'error'}: ${err.message.replace(NODE_CA_HINT, '')}`);
       },
     };
     // undici reports a request it refuses (a header value it cannot send) through onResponseError too.

@@ -14,6 +14,8 @@ export type ScriptedAnswer =
   | { kind: 'slowBody'; status: number; chunk: string; chunks: number; intervalMs: number }
   /** Destroy the connection with a TCP reset instead of answering. */
   | { kind: 'reset' }
+  /** Send the status line, headers announcing a longer body and part of it, then close the connection. */
+  | { kind: 'cutBody'; status: number }
   | { kind: 'redirect'; status: number; location: string };
 
 export type Script = (request: ReceivedRequest) => ScriptedAnswer;
@@ -56,6 +58,7 @@ export const answer = {
     intervalMs: opts.intervalMs ?? 1000,
   }),
   reset: (): ScriptedAnswer => ({ kind: 'reset' }),
+  cutBody: (status = 200): ScriptedAnswer => ({ kind: 'cutBody', status }),
   redirect: (location: string, status = 302): ScriptedAnswer => ({ kind: 'redirect', status, location }),
 };
 
@@ -99,6 +102,10 @@ export async function startWebhookReceiver(opts: { clock?: Clock } = {}): Promis
         return;
       case 'reset':
         req.socket.resetAndDestroy();
+        return;
+      case 'cutBody':
+        res.writeHead(a.status, { 'content-length': '100' });
+        res.write('ok', () => req.socket.destroy());
         return;
       case 'redirect':
         res.writeHead(a.status, { location: a.location, 'content-length': '0' });

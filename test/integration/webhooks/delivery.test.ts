@@ -111,6 +111,33 @@ describe('webhook delivery', () => {
     }
   });
 
+  test('an answer whose status line came but whose body did not in time: shown as both (200, then the timeout), logged with its error', async (t) => {
+    const { logger, lines } = capturedLogger();
+    const f = await startWebhookFixture(t, { events: ['invoice.created'], webhookTimeoutMs: 300, logger });
+    f.receiver.respondWith(answer.slowBody({ status: 200, chunks: 10, intervalMs: 100 }));
+    await createInvoice(f);
+    await f.till.rt.webhooks.runOnce();
+    const [d] = deliveriesOf(f.till);
+    assert.equal(d!.status, 'attempting');
+    assert.match((await runTillBeside(f.till, ['deliveries', 'show', d!.id])).stdout, /#1 \S+ {2}200 timeout after 300 ms {2}\d+ ms/);
+    assert.match((await runTillBeside(f.till, ['deliveries', 'list'])).stdout, new RegExp(`${d!.id}\\s+attempting\\s+1 try\\s+timeout after 300 ms`));
+    const logged = lines.filter((l) => l.msg === 'webhook attempt').map((l) => [l.status_code, l.error, l.outcome]);
+    assert.deepEqual(logged, [[200, 'timeout after 300 ms', 'attempting']]);
+  });
+
+  test('a 200 whose body is cut short is a success, and the CLI says 200 (not the error beside it)', async (t) => {
+    const f = await startWebhookFixture(t, { events: ['invoice.created'] });
+    f.receiver.respondWith(answer.cutBody(200));
+    await createInvoice(f);
+    await f.till.rt.webhooks.runOnce();
+    const [d] = deliveriesOf(f.till);
+    const stored = f.till.rt.ctx.repos.webhookDeliveries.get(d!.id)!;
+    assert.equal(stored.status, 'success');
+    assert.ok(stored.lastError, 'the cut is recorded');
+    assert.match((await runTillBeside(f.till, ['deliveries', 'list'])).stdout, new RegExp(`${d!.id}\\s+success\\s+1 try\\s+200\\s`));
+    assert.doesNotMatch((await runTillBeside(f.till, ['deliveries', 'show', d!.id])).stdout, /last error/);
+  });
+
   test('a retry waiting when its endpoint is disabled is a dead letter at once, saying why, and replayable once enabled; deleting does the same', async (t) => {
     const f = await startWebhookFixture(t, { events: ['invoice.created'] });
     f.receiver.respondWith(answer.status(500), answer.status(500));

@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { sendWebhook } from '../../../src/webhooks/send.ts';
 
@@ -26,4 +29,14 @@ test('a private address is refused before connecting unless allowed', async () =
   // A name that resolves privately: refused at connect time, without saying to what (an API key holder reads the error).
   const named = await sendWebhook({ ...base, url: 'http://localhost:9/hooks', allowPrivate: false });
   assert.equal(named.error, 'localhost resolves only to private addresses; allow them with webhooks.allow_private');
+});
+
+test('a receiver whose certificate no CA signed: the error says so, without Node\'s hint to run it with --use-system-ca', async (t) => {
+  const dir = new URL('../../fixtures/tls/', import.meta.url);
+  const server = createServer({ key: readFileSync(new URL('self-signed.key', dir)), cert: readFileSync(new URL('self-signed.crt', dir)) }, (_req, res) => res.end('ok'));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.after(() => server.close());
+  const result = await sendWebhook({ ...base, url: `https://127.0.0.1:${(server.address() as AddressInfo).port}/hooks` });
+  assert.equal(result.status, undefined);
+  assert.equal(result.error, 'DEPTH_ZERO_SELF_SIGNED_CERT: self-signed certificate');
 });
