@@ -212,7 +212,7 @@ describe('webhook delivery', () => {
     const all = await runTillBeside(f.till, ['--json', 'deliveries', 'replay', '--all-dead']);
     assert.deepEqual(JSON.parse(all.stdout), { replayed: [], left_dead_letters: 1 }, 'replay --all-dead leaves a disabled endpoint\'s dead letters alone, and counts them');
     // and says so, not just "replaying 0".
-    assert.match((await runTillBeside(f.till, ['deliveries', 'replay', '--all-dead'])).stdout, /^replaying 0 deliveries; 1 dead letter of a disabled or deleted endpoint left as it is \(enable the endpoint, then replay\)$/m);
+    assert.match((await runTillBeside(f.till, ['deliveries', 'replay', '--all-dead'])).stdout, /^replaying 0 deliveries; 1 dead letter of a disabled or deleted endpoint left as it is \(a disabled endpoint's: enable it, then replay; a deleted one's cannot be replayed\)$/m);
     assert.equal((await runTillBeside(f.till, ['webhooks', 'enable', '--store', f.store.storeId, f.endpointId])).code, 0);
     assert.equal((await runTillBeside(f.till, ['deliveries', 'replay', held.id])).code, 0);
     // The CLI dates the replay by the system clock, which has run ahead of the test's.
