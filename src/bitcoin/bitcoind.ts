@@ -40,6 +40,17 @@ export const SCAN_TIMEOUT_MS = 30 * 60_000;
 const SCAN_ABORT_TIMEOUT_MS = 2_000;
 export const RPC_PRUNED_OR_MISC = -1;
 export const RPC_HEIGHT_OUT_OF_RANGE = -8;
+/** Core's "No such mempool or blockchain transaction" / "Transaction not in mempool". */
+export const RPC_INVALID_ADDRESS_OR_KEY = -5;
+
+/**
+ * An answer of a batch that says the transaction is not there (-5) is an
+ * answer; any other error (a full work queue, an internal error) says nothing
+ * of it: the call fails, rather than a payment held by the node counting as gone.
+ */
+function absentOrThrow(answer: RpcError, what: string): void {
+  if (answer.code !== RPC_INVALID_ADDRESS_OR_KEY) throw new RpcError(answer.code, `${what}: ${answer.message}`);
+}
 const GENESIS_PREV_HASH = '0'.repeat(64);
 
 /** The calls Till makes of bitcoind, each answer checked and typed. */
@@ -105,7 +116,8 @@ export class Bitcoind {
     const answers = await this.rpc.batch(txids.map((t) => ({ method: 'getmempoolentry', params: [t] })));
     const out = new Map<string, number>();
     answers.forEach((a, i) => {
-      if (!(a instanceof RpcError)) out.set(txids[i]!, expectInteger(expectObject(a, 'getmempoolentry').time, 'getmempoolentry time') * 1000);
+      if (a instanceof RpcError) absentOrThrow(a, `getmempoolentry ${txids[i]}`);
+      else out.set(txids[i]!, expectInteger(expectObject(a, 'getmempoolentry').time, 'getmempoolentry time') * 1000);
     });
     return out;
   }
@@ -140,7 +152,7 @@ export class Bitcoind {
     const answers = await this.rpc.batch(txids.map((t) => ({ method: 'getrawtransaction', params: [t, 0] })));
     const out: Transaction[] = [];
     answers.forEach((a, i) => {
-      if (a instanceof RpcError) return;
+      if (a instanceof RpcError) return absentOrThrow(a, `getrawtransaction ${txids[i]}`);
       const tx = Transaction.fromHex(expectHex(a, `getrawtransaction ${txids[i]}`));
       if (tx.getId() !== txids[i]) throw new RpcProtocolError(`getrawtransaction ${txids[i]}: another transaction came back`);
       out.push(tx);

@@ -48,6 +48,8 @@ const MAX_BACKOFF_MS = 30_000;
 /** A feed that read this long before failing was sound: its failure starts the pauses again (a quiet chain passes nothing on for hours). */
 const FEED_SOUND_MS = 60_000;
 export const DEFAULT_RESYNC_MS = 30_000;
+/** How long a new ZMQ feed may take to connect before its absence is worth a warning. */
+const FEED_CONNECT_MS = 10_000;
 const MEMPOOL_FETCH_BATCH = 500;
 /**
  * New-branch blocks past the old tip undone and redone in the same change: a
@@ -67,6 +69,8 @@ export class ChainWatcher {
   #zmqTxs = true;
   /** The mempool's txids at the last look, while it is polled (no ZMQ): each poll fetches only the new ones. */
   #mempoolSeen: Set<string> | null = null;
+  /** Said once that the mempool is read at each sync because the ZMQ feed is not connected. */
+  #feedDownNoted = false;
   #health: ChainHealth = { status: 'connecting', error: null, tip_height: null, initial_block_download: false, zmq: 'disconnected', pruned: false, pruned_fallback: null, watched_addresses: 0, last_sync_at: null, syncs: 0 };
   #running = false;
   #syncing: Promise<void> | null = null;
@@ -193,8 +197,8 @@ export class ChainWatcher {
       // Before the blocks: an on-time payment still unmined makes an invoice wait, so the
       // blocks mined while Till was away must not be judged without it (a late one in them would expire it).
       if (full) await this.#scanMempool();
-      // Without ZMQ nothing tells of a new transaction: each sync looks for them.
-      else if (!this.#zmqTxs) await this.#scanMempool(true);
+      // Without ZMQ (or while its feed is not connected) nothing tells of a new transaction: each sync looks for them.
+      else if (this.#pollsMempool()) await this.#scanMempool(true);
       // Cut short (the chain moved under it): the queued re-sync finishes the work; until then Till has not caught up.
       if (!(await this.#catchUpBlocks(info.blocks))) {
         this.#ctx.chain.caughtUp = false;
@@ -242,8 +246,29 @@ export class ChainWatcher {
     }
   }
 
+  /** Whether each sync reads the mempool for new transactions: ZMQ brings none (no rawtx, or a feed not connected). */
+  #pollsMempool(): boolean {
+    const polls = !this.#zmqTxs || !this.#feed?.connected;
+    // Said once it lasts: a new feed takes a moment to connect.
+    const down = polls && this.#zmqTxs && this.#ctx.clock.now() - this.#feedStartedAt >= FEED_CONNECT_MS;
+    if (down && !this.#feedDownNoted) this.#log.warn('the ZMQ feed is not connected: reading the mempool at each sync (every 30 s) until it is');
+    this.#feedDownNoted = down;
+    return polls;
+  }
+
   async #startFeed(): Promise<void> {
-    if (this.#feed || this.#feedRetry) return;
+    if (this.#feedRetry) return;
+    if (this.#feed) {
+      // Not connected, it may follow endpoints bitcoind no longer publishes on (restarted with others, or none): asked
+      // again, a new feed follows the new ones. Set by hand (zmq_endpoint), they are Till's to keep.
+      if (this.#feed.connected || this.#o.zmqEndpoint) return;
+      const found = await this.#o.bitcoind.getZmqEndpoints();
+      const endpoints = [found.sequence, found.rawtx, found.hashblock].filter((e): e is string => Boolean(e));
+      if (sameEndpoints(endpoints, this.#feed.endpoints)) return;
+      this.#log.info({ endpoints }, 'bitcoind publishes ZMQ notifications elsewhere now: following them');
+      this.#feed.stop();
+      this.#feed = null;
+    }
     let endpoints: string[];
     if (this.#o.zmqEndpoint) endpoints = [this.#o.zmqEndpoint];
     else {
@@ -461,7 +486,7 @@ export class ChainWatcher {
     const seen = onlyNew ? this.#mempoolSeen : null;
     await this.#readMempoolTxs([...times.keys()].filter((txid) => !seen?.has(txid)), times);
     // Kept only while polling: with ZMQ every new transaction arrives by itself.
-    this.#mempoolSeen = this.#zmqTxs || !this.#running ? null : new Set(times.keys());
+    this.#mempoolSeen = !this.#pollsMempool() || !this.#running ? null : new Set(times.keys());
   }
 
   /** After the blocks of every re-sync: are the unconfirmed payments Till tracks still in the mempool? */
@@ -545,6 +570,11 @@ class DoubleSpendFinder {
       }
     }
   }
+}
+
+function sameEndpoints(a: readonly string[], b: readonly string[]): boolean {
+  const set = new Set(a);
+  return set.size === new Set(b).size && b.every((e) => set.has(e));
 }
 
 /**

@@ -52,6 +52,10 @@ export class ZmqFeed {
     return this.#connected;
   }
 
+  get endpoints(): readonly string[] {
+    return this.#endpoints;
+  }
+
   start(): void {
     // A context of its own (one more libzmq I/O thread): nothing else in the
     // process shares its state; linger 0: a SUB has nothing worth flushing.

@@ -298,8 +298,8 @@ export class FakeBitcoind {
   }
 
   /** Closes the ZMQ socket; notifications meanwhile are lost but counted. */
-  stopZmq(): Promise<void> {
-    return this.#zmq.stop();
+  stopZmq(opts: { unlisted?: boolean } = {}): Promise<void> {
+    return this.#zmq.stop(opts);
   }
 
   /** Binds ZMQ again on the same port; resetCounters models a bitcoind restart (counters from 0), `topics` one with other -zmqpub… options. */

@@ -77,8 +77,13 @@ export class ZmqPublisher {
     void this.#readSubscriptions(socket);
   }
 
-  /** Closes the socket. Events while stopped still advance the counters: their messages are lost. */
-  async stop(): Promise<void> {
+  /**
+   * Closes the socket. Events while stopped still advance the counters: their
+   * messages are lost. `unlisted`: getzmqnotifications names none any more (a
+   * bitcoind restarted without -zmqpub…).
+   */
+  async stop(opts: { unlisted?: boolean } = {}): Promise<void> {
+    if (opts.unlisted) this.#topics = [];
     const socket = this.#socket;
     if (!socket) return;
     this.#socket = null;

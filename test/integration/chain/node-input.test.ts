@@ -197,6 +197,18 @@ describe('chain: bad input from the node', () => {
     await assert.rejects(spenders([]), RpcProtocolError, 'one answer per outpoint');
   });
 
+  test('only "not in mempool" (-5) says a transaction is not there; any other error fails the call, never a payment gone', async (t) => {
+    const txid = 'ab'.repeat(32);
+    const ask = async (error: { code: number; message: string }) => {
+      const bitcoind = new Bitcoind(new RpcClient({ url: await startRpcServer(t, null, 0, error), credentials: () => ({ user: 'u', password: 'p' }) }));
+      return [() => bitcoind.inMempool([txid]), () => bitcoind.getRawTransactions([txid])] as const;
+    };
+    const [entry, raw] = await ask({ code: -5, message: 'Transaction not in mempool' });
+    assert.deepEqual(await entry(), new Map());
+    assert.deepEqual(await raw(), []);
+    for (const call of await ask({ code: -32603, message: 'Internal error' })) await assert.rejects(call(), /Internal error/);
+  });
+
   test('stopping does not wait for an RPC call under way (a scan may take 30 minutes)', async (t) => {
     // A node that takes every call and answers none.
     let asked = 0;
@@ -286,7 +298,14 @@ describe('chain: a node without ZMQ notifications', () => {
     const inv = (await call(till, 'POST', '/v1/invoices', { key: store.key, body: { amount_sats: 50_000 } })).body;
     await node.pay(inv.address, 50_000);
     await waitFor(async () => (await call(till, 'GET', `/v1/invoices/${inv.id}`, { key: store.key })).body.amount_received_sats === 50_000, 'the payment found by the poll');
-    return { node, till };
+    return { node, till, store };
+  }
+
+  /** A second invoice paid and left unmined: found by the poll alone. */
+  async function payAnother({ node, till, store }: Awaited<ReturnType<typeof payUnconfirmed>>): Promise<void> {
+    const inv = (await call(till, 'POST', '/v1/invoices', { key: store.key, body: { amount_sats: 20_000 } })).body;
+    await node.pay(inv.address, 20_000);
+    await waitFor(async () => (await call(till, 'GET', `/v1/invoices/${inv.id}`, { key: store.key })).body.amount_received_sats === 20_000, 'the second payment found by the poll');
   }
 
   test('is polled (a payment is found on the timer), and followed by ZMQ once restarted with it', async (t) => {
@@ -297,6 +316,20 @@ describe('chain: a node without ZMQ notifications', () => {
     await node.startZmq({ resetCounters: true, topics: ['sequence', 'rawtx', 'hashblock'] });
     await waitFor(() => (till.rt.health().chain as any).zmq === 'connected', 'ZMQ followed without a restart of Till');
     await node.waitForSubscriber(['sequence', 'rawtx', 'hashblock'], 5000);
+  });
+
+  test('a feed that loses its node (ZMQ down, the node\'s RPC up): each sync reads the mempool, so a payment is found without a block', async (t) => {
+    const paid = await payUnconfirmed(t, ['sequence', 'rawtx', 'hashblock']);
+    await paid.node.stopZmq();
+    await waitFor(() => (paid.till.rt.health().chain as any).zmq === 'disconnected', 'the feed sees its node gone');
+    await payAnother(paid);
+  });
+
+  test('a node restarted without ZMQ (getzmqnotifications lists none): Till notices at its next sync and polls the mempool', async (t) => {
+    const paid = await payUnconfirmed(t, ['sequence', 'rawtx', 'hashblock']);
+    await paid.node.stopZmq({ unlisted: true });
+    await waitFor(() => (paid.till.rt.health().chain as any).zmq === 'unavailable', 'ZMQ asked of the node again');
+    await payAnother(paid);
   });
 
   test('with ZMQ for blocks only (no rawtx), the mempool is still polled: an unconfirmed payment is found', async (t) => {
