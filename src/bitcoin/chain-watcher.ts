@@ -4,7 +4,7 @@ import type { StoredInvoice } from '../db/invoices.ts';
 import type { Logger } from '../log.ts';
 import type { ChainBlock } from '../db/chain-blocks.ts';
 import { watchUntil } from '../domain/invoice-state.ts';
-import { applyBlock, applyChainChange, applyMempoolTx, loadWatchSet, prevHashOf, readBlock, reconcileMempool, recordBlockSeen, scannedBlockFacts, settleWatchEnds, spentOutpoints, trackedMempoolTxids, type BlockFacts, type BlockHeader } from '../services/chain-payments.ts';
+import { applyBlock, applyChainChange, applyMempoolTx, loadWatchSet, matchOutputs, prevHashOf, readBlock, reconcileMempool, recordBlockSeen, scannedBlockFacts, settleWatchEnds, spentOutpoints, trackedMempoolTxids, type BlockFacts, type BlockHeader } from '../services/chain-payments.ts';
 import type { Context } from '../services/context.ts';
 import { RPC_HEIGHT_OUT_OF_RANGE, RPC_PRUNED_OR_MISC, type Bitcoind } from './bitcoind.ts';
 import { CHAIN_NAMES } from './node-connection.ts';
@@ -326,9 +326,23 @@ export class ChainWatcher {
       this.#log.warn({ err: (err as Error).message }, 'malformed rawtx ignored');
       return;
     }
+    if (matchOutputs(this.#ctx, this.#watch, tx).length === 0) return;
+    void this.#applyIfHeld(tx, this.#ctx.clock.now());
+  }
+
+  /**
+   * A transaction ZMQ brought that pays an invoice counts once the node's RPC
+   * says its mempool holds it: whoever can bind the ZMQ port (while bitcoind is
+   * down, say) could publish one it never had. Not there (mined meanwhile: its
+   * block brings it; or never the node's), it is left alone.
+   */
+  async #applyIfHeld(tx: Transaction, seenAt: number): Promise<void> {
     try {
-      this.#publish(applyMempoolTx(this.#ctx, this.#watch, tx, this.#ctx.clock.now()));
+      const held = await this.#o.bitcoind.inMempool([tx.getId()]);
+      if (!held.has(tx.getId()) || !this.#running || !this.#watch) return;
+      this.#publish(applyMempoolTx(this.#ctx, this.#watch, tx, seenAt));
     } catch (err) {
+      if (!this.#running) return;
       this.#log.error({ err }, 'could not record a mempool payment; the next re-sync retries');
       void this.requestSync(true, 'mempool apply failed');
     }

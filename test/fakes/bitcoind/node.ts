@@ -298,6 +298,11 @@ export class FakeBitcoind {
   }
 
   /** Closes the ZMQ socket; notifications meanwhile are lost but counted. */
+  /** Publishes over ZMQ a transaction the node does not hold (a forged rawtx, as anyone who binds the port could send). */
+  publishUnheld(tx: bitcoin.Transaction): void {
+    this.#publishTx(tx, tx.getId());
+  }
+
   stopZmq(opts: { unlisted?: boolean } = {}): Promise<void> {
     return this.#zmq.stop(opts);
   }

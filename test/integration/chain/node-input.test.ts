@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import { describe, test, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
+import { address, networks, Transaction } from 'bitcoinjs-lib';
 import { Publisher, Subscriber } from 'zeromq';
 import { Bitcoind, SCAN_TIMEOUT_MS } from '../../../src/bitcoin/bitcoind.ts';
 import { RpcClient, RpcProtocolError, RpcUnavailableError } from '../../../src/bitcoin/rpc-client.ts';
@@ -195,6 +197,20 @@ describe('chain: bad input from the node', () => {
     assert.deepEqual(await spenders([{ txid: 'ab'.repeat(32), vout: 1 }]), new Set(), 'unspent');
     await assert.rejects(spenders([{ txid: 'ab'.repeat(32), vout: 1, spendingtxid: 'cd' }]), RpcProtocolError);
     await assert.rejects(spenders([]), RpcProtocolError, 'one answer per outpoint');
+  });
+
+  test('a rawtx paying an invoice that the node does not hold (a forged ZMQ message) counts for nothing; a real payment after it does', async (t) => {
+    const f = await startChainFixture(t, startFakeNode);
+    const inv = await createInvoice(f);
+    const forged = new Transaction();
+    forged.addInput(randomBytes(32), 0);
+    forged.addOutput(address.toOutputScript(inv.address, networks.regtest), 50_000n);
+    f.node.fake!.publishUnheld(forged);
+    const real = await f.node.pay(inv.address, 1_000);
+    await waitFor(async () => (await getInvoice(f, inv.id)).payments.length > 0, 'the real payment recorded');
+    await f.till.rt.chain!.idle();
+    const after = await getInvoice(f, inv.id);
+    assert.deepEqual([after.status, after.amount_received_sats, after.payments.map((p: any) => p.txid)], ['pending', 1_000, [real]]);
   });
 
   test('only "not in mempool" (-5) says a transaction is not there; any other error fails the call, never a payment gone', async (t) => {
