@@ -20,6 +20,13 @@ export interface ChainInfo {
   initialBlockDownload: boolean;
   pruned: boolean;
   pruneHeight: number | null;
+  /** The work of the best chain (Core's hex, read as a number). */
+  chainwork: bigint;
+}
+
+function expectChainwork(v: unknown, what: string): bigint {
+  if (typeof v !== 'string' || !/^[0-9a-f]{1,64}$/i.test(v)) throw new RpcProtocolError(`${what}: expected hex chain work`);
+  return BigInt(`0x${v}`);
 }
 
 export interface UnspentOutput {
@@ -71,6 +78,7 @@ export class Bitcoind {
       initialBlockDownload: expectBoolean(o.initialblockdownload, 'getblockchaininfo.initialblockdownload'),
       pruned,
       pruneHeight: pruned && o.pruneheight !== undefined ? expectInteger(o.pruneheight, 'getblockchaininfo.pruneheight') : null,
+      chainwork: expectChainwork(o.chainwork, 'getblockchaininfo.chainwork'),
     };
   }
 
@@ -99,6 +107,18 @@ export class Bitcoind {
       prevHash: genesis ? GENESIS_PREV_HASH : expectHash(o.previousblockhash, 'getblockheader.previousblockhash'),
       time: expectInteger(o.time, 'getblockheader.time'),
     };
+  }
+
+  /** The chain work up to this block, or null when the node does not know it (-5: a node restarted from an older state). */
+  async getBlockChainwork(hash: string): Promise<bigint | null> {
+    let answer: unknown;
+    try {
+      answer = await this.rpc.call('getblockheader', [hash, true]);
+    } catch (err) {
+      if (err instanceof RpcError && err.code === RPC_INVALID_ADDRESS_OR_KEY) return null;
+      throw err;
+    }
+    return expectChainwork(expectObject(answer, 'getblockheader').chainwork, 'getblockheader.chainwork');
   }
 
   /** Mempool txids with the time each entered the mempool (epoch ms). */

@@ -6,7 +6,7 @@ import type { ChainBlock } from '../db/chain-blocks.ts';
 import { watchUntil } from '../domain/invoice-state.ts';
 import { applyBlock, applyChainChange, applyMempoolTx, loadWatchSet, matchOutputs, prevHashOf, readBlock, reconcileMempool, recordBlockSeen, scannedBlockFacts, settleWatchEnds, spentOutpoints, trackedMempoolTxids, type BlockFacts, type BlockHeader } from '../services/chain-payments.ts';
 import type { Context } from '../services/context.ts';
-import { RPC_HEIGHT_OUT_OF_RANGE, RPC_PRUNED_OR_MISC, type Bitcoind } from './bitcoind.ts';
+import { RPC_HEIGHT_OUT_OF_RANGE, RPC_PRUNED_OR_MISC, type Bitcoind, type ChainInfo } from './bitcoind.ts';
 import { CHAIN_NAMES } from './node-connection.ts';
 import { RpcError, RpcUnavailableError } from './rpc-client.ts';
 import { WatchSet } from './watch-set.ts';
@@ -69,6 +69,8 @@ export class ChainWatcher {
   #zmqTxs = true;
   /** The mempool's txids at the last look, while it is polled (no ZMQ): each poll fetches only the new ones. */
   #mempoolSeen: Set<string> | null = null;
+  /** Said that bitcoind is behind: once until it is not, not at every sync. */
+  #behindNoted = false;
   /** Said once that the mempool is read at each sync because the ZMQ feed is not connected. */
   #feedDownNoted = false;
   #health: ChainHealth = { status: 'connecting', error: null, tip_height: null, initial_block_download: false, zmq: 'disconnected', pruned: false, pruned_fallback: null, watched_addresses: 0, last_sync_at: null, syncs: 0 };
@@ -199,6 +201,16 @@ export class ChainWatcher {
       if (full) await this.#scanMempool();
       // Without ZMQ (or while its feed is not connected) nothing tells of a new transaction: each sync looks for them.
       else if (this.#pollsMempool()) await this.#scanMempool(true);
+      const behind = await this.#nodeBehind(info);
+      if (behind) {
+        // Nothing rolled back: the blocks Till read are still the most work the node knows of.
+        this.#ctx.chain.caughtUp = false;
+        this.#health = { ...this.#health, status: 'syncing', error: behind };
+        if (!this.#behindNoted) this.#log.warn(behind);
+        this.#behindNoted = true;
+        return;
+      }
+      this.#behindNoted = false;
       // Cut short (the chain moved under it): the queued re-sync finishes the work; until then Till has not caught up.
       if (!(await this.#catchUpBlocks(info.blocks))) {
         this.#ctx.chain.caughtUp = false;
@@ -209,7 +221,8 @@ export class ChainWatcher {
       this.#pruneWatchSet();
       // Caught up before the mempool check: every block is read, so what it finds lost is judged as a running
       // Till judges it (an invoice that waited for a payment now gone expires now, and its late window opens now).
-      this.#ctx.chain.caughtUp = true;
+      // Not while the node is in initial block download: the blocks it has not yet may pay invoices on time.
+      this.#ctx.chain.caughtUp = !info.initialBlockDownload;
       await this.#checkTrackedMempool();
       this.#ctx.chain.tipHeight = this.#ctx.repos.chainBlocks.tip()?.height ?? info.blocks;
       this.#movedLastSync = false;
@@ -350,6 +363,24 @@ export class ChainWatcher {
 
   #publish(changed: StoredInvoice[]): void {
     for (const inv of changed) this.#ctx.feed.publish(inv);
+  }
+
+  /**
+   * Why the node is behind the blocks Till has read, or null: its best chain
+   * is lower and has less work than Till's tip (unknown to it, or known only
+   * as a header it has not connected: a node restarted from an older state,
+   * a restored datadir), or it is in initial block download. Such a chain is
+   * no reorg: Till waits for the node instead of rolling back (and telling
+   * merchants their payments left the chain).
+   */
+  async #nodeBehind(info: ChainInfo): Promise<string | null> {
+    const tip = this.#ctx.repos.chainBlocks.tip();
+    if (!tip || info.blocks >= tip.height) return null;
+    if (!info.initialBlockDownload) {
+      const work = await this.#o.bitcoind.getBlockChainwork(tip.hash);
+      if (work !== null && work <= info.chainwork) return null;
+    }
+    return `bitcoind's best chain (height ${info.blocks}) is behind the blocks Till has read (height ${tip.height})${info.initialBlockDownload ? ', in initial block download' : ''}: waiting for it to catch up`;
   }
 
   /** Connects the node's blocks up to nodeHeight; false when cut short by a reorg under way (a re-sync is queued). */

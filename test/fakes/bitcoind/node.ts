@@ -97,6 +97,8 @@ export class FakeBitcoind {
   readonly #state: NodeState;
   /** Competing branches made by reorg(), numbering their coinbases' extra nonce. */
   #branches = 0;
+  /** Blocks fallBehind() took off the best chain, lowest first. */
+  readonly #behind: BlockRecord[] = [];
 
   private constructor(opts: FakeBitcoindOptions) {
     this.#clock = opts.clock ?? systemClock;
@@ -298,6 +300,27 @@ export class FakeBitcoind {
   }
 
   /** Closes the ZMQ socket; notifications meanwhile are lost but counted. */
+  /**
+   * A node restarted from an older state (a crash before it flushed, a
+   * restored datadir): its best chain is `depth` blocks lower, with nothing
+   * published; the blocks stay known as headers (as its peers tell it).
+   * catchUp() connects them again.
+   */
+  fallBehind(depth: number): void {
+    const d = positiveInt(depth, 'depth', Math.min(this.#chain.height, COINBASE_MATURITY));
+    for (let i = 0; i < d; i++) this.#behind.unshift(this.#chain.disconnectTip());
+  }
+
+  /** Connects the blocks fallBehind() took off, each published as a node catching up does. */
+  async catchUp(): Promise<void> {
+    for (const record of this.#behind.splice(0)) {
+      const again = this.#chain.connect(record.block);
+      this.#publishBlockConnected(again);
+      this.#publishTip(again);
+    }
+    await this.#zmq.flush();
+  }
+
   /** Publishes over ZMQ a transaction the node does not hold (a forged rawtx, as anyone who binds the port could send). */
   publishUnheld(tx: bitcoin.Transaction): void {
     this.#publishTx(tx, tx.getId());

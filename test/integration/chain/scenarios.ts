@@ -560,6 +560,38 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.deepEqual([invoice.status, invoice.amount_confirmed_sats, payment.txid, payment.status], ['paid', 50_000, txid, 'confirmed']);
   });
 
+  onFake('a node restarted behind the blocks Till has read (a crash before it flushed): nothing rolled back, no payment_reversed; Till waits, and says so', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const inv = await createInvoice(f);
+    await f.node.pay(inv.address, 50_000);
+    await mineAndSync(f, 2);
+    f.node.fake!.fallBehind(2);
+    await f.till.rt.chain!.requestSync(true, 'test');
+    const health = f.till.rt.health().chain as any;
+    assert.equal(health.status, 'syncing');
+    assert.match(health.error, /behind the blocks Till has read .*waiting for it to catch up/);
+    const waiting = await getInvoice(f, inv.id);
+    assert.deepEqual([waiting.status, waiting.amount_confirmed_sats, waiting.payments.map((p: any) => p.status)], ['paid', 50_000, ['confirmed']]);
+    await f.node.fake!.catchUp();
+    // The same blocks again: Till's tip is the node's at once, and the next sync (the blocks' ZMQ) finds it so.
+    await f.till.rt.chain!.requestSync(false, 'test');
+    assert.equal((f.till.rt.health().chain as any).status, 'synced');
+    assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid']);
+  });
+
+  onFake('while the node is in initial block download, a live invoice does not expire (the blocks it has not yet may pay it on time)', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const inv = await createInvoice(f);
+    f.node.fake!.setIbd(true);
+    await f.till.rt.chain!.requestSync(true, 'test');
+    f.till.clock.advance(DAY);
+    assert.equal(await expireDueInvoices(f.till.rt.ctx), 0);
+    assert.equal((await getInvoice(f, inv.id)).status, 'pending');
+    f.node.fake!.setIbd(false);
+    await f.till.rt.chain!.requestSync(true, 'test');
+    assert.equal(await expireDueInvoices(f.till.rt.ctx), 1);
+  });
+
   onFake('a running Till reads a reorg double-spending the on-time payment an invoice waits for past its expiry: expired now, late window from now', async (t) => {
     const { f, inv, txid } = await stuckPastExpiry(t, { confirmations: 2, mined: true }); // 1 of 2 confirmations
     f.till.clock.advance(60_000);
