@@ -57,6 +57,8 @@ const MEMPOOL_FETCH_BATCH = 500;
  * never counted as lost.
  */
 const REORG_SPAN = 6;
+/** Syncs in a row that may start over at once: more is a node contradicting itself (retried after pauses). */
+const START_OVER_LIMIT = 5;
 
 export class ChainWatcher {
   readonly #o: Required<Omit<ChainWatcherOptions, 'zmqEndpoint' | 'onFatal'>> & Pick<ChainWatcherOptions, 'zmqEndpoint' | 'onFatal'>;
@@ -69,6 +71,8 @@ export class ChainWatcher {
   #zmqTxs = true;
   /** The mempool's txids at the last look, while it is polled (no ZMQ): each poll fetches only the new ones. */
   #mempoolSeen: Set<string> | null = null;
+  /** Syncs in a row that started over (the chain moved under them), since the last one that finished. */
+  #startOvers = 0;
   /** Said that bitcoind is behind: once until it is not, not at every sync. */
   #behindNoted = false;
   /** Said once that the mempool is read at each sync because the ZMQ feed is not connected. */
@@ -188,7 +192,6 @@ export class ChainWatcher {
         this.#o.onFatal?.(message);
         return;
       }
-      this.#backoffMs = 1000;
       this.#ctx.chain.connected = true;
       this.#ctx.chain.initialBlockDownload = info.initialBlockDownload;
       // A routine re-sync (each block, the timer) of a till that is in step stays 'synced': /healthz must not flap.
@@ -226,6 +229,9 @@ export class ChainWatcher {
       await this.#checkTrackedMempool();
       this.#ctx.chain.tipHeight = this.#ctx.repos.chainBlocks.tip()?.height ?? info.blocks;
       this.#movedLastSync = false;
+      this.#startOvers = 0;
+      // Pauses grow until a sync finishes: a node that answers but not in a way that holds together is no quicker to retry.
+      this.#backoffMs = 1000;
       this.#health = { ...this.#health, status: 'synced', tip_height: this.#ctx.chain.tipHeight, last_sync_at: new Date(this.#ctx.clock.now()).toISOString(), syncs: this.#health.syncs + 1 };
     } catch (err) {
       // Stopping: the calls under way were aborted on purpose.
@@ -247,16 +253,19 @@ export class ChainWatcher {
       // Not caught up until a sync succeeds: 'syncing' (again) with the error.
       this.#health = { ...this.#health, status: unavailable ? 'disconnected' : 'syncing', error: (err as Error).message };
       this.#log[unavailable ? 'warn' : 'error']({ err: (err as Error).message }, 'chain sync failed; retrying');
-      // Whatever was missed while failing is found by a full re-sync.
-      if (this.#running && !this.#retry) {
-        this.#retry = setTimeout(() => {
-          this.#retry = null;
-          void this.requestSync(true, 'retry');
-        }, this.#backoffMs);
-        this.#retry.unref();
-        this.#backoffMs = Math.min(this.#backoffMs * 2, MAX_BACKOFF_MS);
-      }
+      this.#retryLater();
     }
+  }
+
+  /** A full re-sync after the current pause, which doubles up to 30 s: whatever was missed while failing is found. */
+  #retryLater(): void {
+    if (!this.#running || this.#retry) return;
+    this.#retry = setTimeout(() => {
+      this.#retry = null;
+      void this.requestSync(true, 'retry');
+    }, this.#backoffMs);
+    this.#retry.unref();
+    this.#backoffMs = Math.min(this.#backoffMs * 2, MAX_BACKOFF_MS);
   }
 
   /** Whether each sync reads the mempool for new transactions: ZMQ brings none (no rawtx, or a feed not connected). */
@@ -432,9 +441,21 @@ export class ChainWatcher {
     return false;
   }
 
-  /** The chain moved under the sync: a re-sync is queued to start over from the fork point, keeping a full one asked for meanwhile. */
+  /**
+   * The chain moved under the sync: a re-sync is queued to start over from the
+   * fork point, keeping a full one asked for meanwhile. Many in a row are no
+   * chain moving but a node whose answers do not hold together (blocks that do
+   * not follow each other): an error, retried after growing pauses, not a loop.
+   */
   #startOver(): void {
-    this.#again = { full: this.#again?.full ?? false };
+    if (++this.#startOvers <= START_OVER_LIMIT) {
+      this.#again = { full: this.#again?.full ?? false };
+      return;
+    }
+    const message = `bitcoind's answers did not hold together in ${this.#startOvers} syncs in a row (blocks that do not follow each other): retrying after a pause`;
+    this.#health = { ...this.#health, status: 'syncing', error: message };
+    this.#log.error(message);
+    this.#retryLater();
   }
 
   /**

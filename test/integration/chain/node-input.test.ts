@@ -15,7 +15,7 @@ import type { ZmqTopic } from '../../fakes/bitcoind/zmq-publisher.ts';
 import { databasePath } from '../../../src/db/connection.ts';
 import { MIGRATIONS } from '../../../src/db/migrations/index.ts';
 import { call, setupStore, startTestTill } from '../../helpers/till-server.ts';
-import { createInvoice, getInvoice, nodeEnv, startChainFixture } from './helpers.ts';
+import { createInvoice, getInvoice, nodeEnv, startChainFixture, wrapBitcoind } from './helpers.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
 import { startFakeNode } from './nodes.ts';
 import { capturedLogger } from '../../helpers/captured-log.ts';
@@ -211,6 +211,25 @@ describe('chain: bad input from the node', () => {
     await f.till.rt.chain!.idle();
     const after = await getInvoice(f, inv.id);
     assert.deepEqual([after.status, after.amount_received_sats, after.payments.map((p: any) => p.txid)], ['pending', 1_000, [real]]);
+  });
+
+  test('a node whose blocks do not follow each other (every height answered with one old block): an error after a few starts over, retried after pauses, not a busy loop', async (t) => {
+    const f = await startChainFixture(t, startFakeNode);
+    const old = await f.node.tip();
+    await f.node.mine(2);
+    let asked = 0;
+    let broken = true;
+    wrapBitcoind(t, 'getBlockHash', (original) => async function (this: Bitcoind, height: number) {
+      asked++;
+      return broken ? old.hash : original.call(this, height);
+    });
+    void f.till.rt.chain!.requestSync(false, 'test');
+    await waitFor(() => /did not hold together/.test((f.till.rt.health().chain as any).error ?? ''), 'the error in health');
+    const before = asked;
+    await new Promise((r) => setTimeout(r, 500));
+    assert.ok(asked - before <= 6, `calls in the next 500 ms: ${asked - before}`);
+    broken = false;
+    await waitFor(() => (f.till.rt.health().chain as any).status === 'synced' && f.till.rt.ctx.repos.chainBlocks.tip()?.height === old.height + 2, 'caught up once the node makes sense', 10_000);
   });
 
   test('only "not in mempool" (-5) says a transaction is not there; any other error fails the call, never a payment gone', async (t) => {
