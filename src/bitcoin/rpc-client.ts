@@ -37,6 +37,8 @@ export interface RpcClientOptions {
   /** Read at every request: bitcoind writes a new .cookie each time it starts. */
   credentials: () => RpcCredentials;
   timeoutMs?: number;
+  /** The largest answer read (MAX_ANSWER_BYTES). */
+  maxAnswerBytes?: number;
 }
 
 export function readCookieFile(path: string): RpcCredentials {
@@ -50,6 +52,7 @@ export class RpcClient {
   readonly #url: string;
   readonly #credentials: () => RpcCredentials;
   readonly #timeoutMs: number;
+  readonly #maxAnswerBytes: number;
   #id = 0;
   #inFlight = new AbortController();
   #agent: Agent | null = null;
@@ -58,6 +61,7 @@ export class RpcClient {
     this.#url = opts.url;
     this.#credentials = opts.credentials;
     this.#timeoutMs = opts.timeoutMs ?? 30_000;
+    this.#maxAnswerBytes = opts.maxAnswerBytes ?? MAX_ANSWER_BYTES;
   }
 
   /** `timeoutMs` overrides the client's for a call known to take long (scantxoutset). */
@@ -100,7 +104,7 @@ export class RpcClient {
     }
     const ids = calls.map(() => ++this.#id);
     const payload = calls.map((c, i) => ({ jsonrpc: '1.0', id: ids[i], method: c.method, params: c.params }));
-    let res: { status: number; text(): Promise<string> };
+    let res: { status: number; body: AsyncIterable<Uint8Array> | null };
     try {
       res = await this.#fetch(this.#url, {
         method: 'POST',
@@ -115,12 +119,13 @@ export class RpcClient {
       throw new RpcUnavailableError(`bitcoind RPC at ${this.#url} is unreachable: ${(err as Error).cause ?? (err as Error).message}`);
     }
     if (res.status === 401 || res.status === 403) throw new RpcUnavailableError(`bitcoind refused the RPC credentials (HTTP ${res.status})`);
-    const text = await res.text().catch(() => '');
+    const text = await readAnswer(res.body, calls[0]!.method, this.#maxAnswerBytes);
     let body: unknown;
     try {
       body = JSON.parse(text);
     } catch {
-      throw new RpcUnavailableError(`bitcoind RPC answered HTTP ${res.status} without JSON`);
+      // Core answers a full work queue (503) and some other refusals in plain text: say what it said.
+      throw new RpcUnavailableError(`bitcoind RPC answered HTTP ${res.status} without JSON${text ? `: ${text.slice(0, 200).trim()}` : ''}`);
     }
     if (!Array.isArray(body) || body.length !== calls.length) throw new RpcProtocolError('batch answer does not match the request');
     const byId = new Map<unknown, { result?: unknown; error?: unknown }>(body.map((a) => [a?.id, a]));
@@ -135,6 +140,33 @@ export class RpcClient {
       }
       return { result: a.result, error: null };
     });
+  }
+}
+
+/**
+ * The largest answer read: a mainnet node's whole mempool with entry times
+ * (getrawmempool true) is ~100-200 MB when full; a node answering more is not
+ * read to the end, which would take the till's memory with it.
+ */
+export const MAX_ANSWER_BYTES = 512 * 1024 * 1024;
+
+/** The answer's text, read within MAX_ANSWER_BYTES; a read cut short (the deadline, a lost connection) says so. */
+async function readAnswer(body: AsyncIterable<Uint8Array> | null, method: string, limit: number): Promise<string> {
+  if (!body) return '';
+  const decoder = new TextDecoder();
+  let text = '';
+  let bytes = 0;
+  try {
+    // Leaving the loop (the throw) cancels the rest of the body.
+    for await (const chunk of body) {
+      bytes += chunk.byteLength;
+      if (bytes > limit) throw new RpcProtocolError(`bitcoind's answer to ${method} is larger than ${limit / 1024 / 1024} MiB: not read`);
+      text += decoder.decode(chunk, { stream: true });
+    }
+    return text + decoder.decode();
+  } catch (err) {
+    if (err instanceof RpcProtocolError) throw err;
+    throw new RpcUnavailableError(`bitcoind's answer to ${method} was cut short: ${(err as Error).message}`);
   }
 }
 

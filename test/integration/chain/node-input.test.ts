@@ -244,6 +244,17 @@ describe('chain: bad input from the node', () => {
     for (const call of await ask({ code: -32603, message: 'Internal error' })) await assert.rejects(call(), /Internal error/);
   });
 
+  test('an RPC answer past the size limit is not read to its end; a plain-text refusal (a full work queue) is quoted', async (t) => {
+    const huge = await startRpcServer(t, 'x'.repeat(2 * 1024 * 1024));
+    const rpc = new RpcClient({ url: huge, credentials: () => ({ user: 'u', password: 'p' }), maxAnswerBytes: 1024 * 1024 });
+    await assert.rejects(rpc.call('getblockchaininfo'), (err: Error) => err instanceof RpcProtocolError && /answer to getblockchaininfo is larger than 1 MiB/.test(err.message));
+    const busy = createServer((_req, res) => res.writeHead(503, { 'content-type': 'text/plain' }).end('Work queue depth exceeded'));
+    const url = await listenOnLoopback(busy);
+    t.after(() => busy.close());
+    const refused = new RpcClient({ url, credentials: () => ({ user: 'u', password: 'p' }) });
+    await assert.rejects(refused.call('getblockchaininfo'), (err: Error) => err instanceof RpcUnavailableError && /HTTP 503 without JSON: Work queue depth exceeded/.test(err.message));
+  });
+
   test('stopping does not wait for an RPC call under way (a scan may take 30 minutes)', async (t) => {
     // A node that takes every call and answers none.
     let asked = 0;
