@@ -5,6 +5,9 @@ import { isPrivateAddress } from './address-policy.ts';
 
 export const RESPONSE_BODY_LIMIT = 4096;
 const NODE_CA_HINT = /; if the root CA is installed locally, try running Node\.js with --use-system-ca$/;
+// undici's words for an answer it will not read; the likeliest one a receiver sends is a 100 Continue that Till
+// never asks for (it sends no Expect). Its final answer after it is lost: the attempt fails and is retried.
+const BAD_RESPONSE_HINT = ' (an answer Till cannot read: a 100 Continue it did not ask for, a response before the request was sent)';
 
 export interface SendRequest {
   url: string;
@@ -127,7 +130,7 @@ export function sendWebhook(req: SendRequest): Promise<SendResult> {
       onResponseError(_c, err) {
         const code = (err as NodeJS.ErrnoException).code;
         // Node's hint to run it with --use-system-ca is no help to an operator reading the attempt.
-        finish(code === 'EPRIVATE' ? err.message : `${code ?? 'error'}: ${err.message.replace(NODE_CA_HINT, '')}`);
+        finish(code === 'EPRIVATE' ? err.message : `${code ?? 'error'}: ${err.message.replace(NODE_CA_HINT, '')}${code === 'UND_ERR_SOCKET' && err.message === 'bad response' ? BAD_RESPONSE_HINT : ''}`);
       },
     };
     // undici reports a request it refuses (a header value it cannot send) through onResponseError too.

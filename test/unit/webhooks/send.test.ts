@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { sendWebhook } from '../../../src/webhooks/send.ts';
 
@@ -39,4 +39,15 @@ test('a receiver whose certificate no CA signed: the error says so, without Node
   const result = await sendWebhook({ ...base, url: `https://127.0.0.1:${(server.address() as AddressInfo).port}/hooks` });
   assert.equal(result.status, undefined);
   assert.equal(result.error, 'DEPTH_ZERO_SELF_SIGNED_CERT: self-signed certificate');
+});
+
+test('a receiver that answers 100 Continue unasked, then 200: a failed attempt that says what was wrong (Till sends no Expect)', async (t) => {
+  const server = createNetServer((socket) => {
+    socket.once('data', () => socket.end('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.after(() => server.close());
+  const result = await sendWebhook({ ...base, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks` });
+  assert.equal(result.status, undefined);
+  assert.match(result.error ?? '', /^UND_ERR_SOCKET: bad response \(an answer Till cannot read: a 100 Continue it did not ask for/);
 });
