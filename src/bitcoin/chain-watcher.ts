@@ -106,6 +106,8 @@ export class ChainWatcher {
 
   start(): void {
     this.#running = true;
+    // How far Till has read, from its last run: known before the node answers (it may not, for a while).
+    this.#health = { ...this.#health, tip_height: this.#ctx.repos.chainBlocks.tip()?.height ?? null };
     this.#timer = setInterval(() => this.requestSync(false, 'timer'), this.#o.resyncIntervalMs);
     this.#timer.unref();
     // New invoices (and changes from elsewhere) join the watch set as they are committed.

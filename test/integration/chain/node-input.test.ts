@@ -15,7 +15,7 @@ import type { ZmqTopic } from '../../fakes/bitcoind/zmq-publisher.ts';
 import { databasePath } from '../../../src/db/connection.ts';
 import { MIGRATIONS } from '../../../src/db/migrations/index.ts';
 import { call, setupStore, startTestTill } from '../../helpers/till-server.ts';
-import { createInvoice, getInvoice, nodeEnv, startChainFixture, wrapBitcoind } from './helpers.ts';
+import { createInvoice, getInvoice, nodeEnv, restartTill, startChainFixture, wrapBitcoind } from './helpers.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
 import { startFakeNode } from './nodes.ts';
 import { capturedLogger } from '../../helpers/captured-log.ts';
@@ -230,6 +230,18 @@ describe('chain: bad input from the node', () => {
     assert.ok(asked - before <= 6, `calls in the next 500 ms: ${asked - before}`);
     broken = false;
     await waitFor(() => (f.till.rt.health().chain as any).status === 'synced' && f.till.rt.ctx.repos.chainBlocks.tip()?.height === old.height + 2, 'caught up once the node makes sense', 10_000);
+  });
+
+  test('restarted while its node does not answer, Till\'s health names the height it had read, not none', async (t) => {
+    const f = await startChainFixture(t, startFakeNode);
+    const { height } = await f.node.tip();
+    await f.till.rt.stop();
+    await f.node.fake!.stopRpc();
+    const rt = restartTill(t, f);
+    rt.chain!.start();
+    await rt.chain!.idle();
+    const health = rt.health().chain as any;
+    assert.deepEqual([health.status, health.tip_height], ['disconnected', height]);
   });
 
   test('only "not in mempool" (-5) says a transaction is not there; any other error fails the call, never a payment gone', async (t) => {
