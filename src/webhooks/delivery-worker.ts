@@ -92,9 +92,9 @@ export class DeliveryWorker {
   /**
    * Due deliveries read but not started yet, by target. Reading a target's
    * due rows costs ~150-250 µs however few they are, so they are read a few
-   * bounds ahead and started from here as slots free up. Only this worker
-   * changes a delivery that is attempting, and secrets are looked up again at
-   * each start, so a row read ahead cannot go stale.
+   * bounds ahead and started from here as slots free up. Secrets are looked
+   * up again at each start: a row whose endpoint was disabled or deleted since
+   * it was read finds none, and is set aside unsent (#record).
    */
   readonly #readAhead = new Map<string, DueDelivery[]>();
   #readAheadRows = 0;
@@ -235,11 +235,11 @@ export class DeliveryWorker {
 
   /**
    * After an answer: first the targets that waited for this origin with no
-   * attempt there get its free slots (from their rows read ahead); then that target is refilled
-   * (from its rows read ahead, or from SQL once it is down to half its
-   * bound), or, if the last pump left targets waiting for the overall bound,
-   * everything is pumped once the worker is down to half of it. New events
-   * and the 1 s timer pump everything anyway.
+   * attempt there get its free slots (from their rows read ahead); then that
+   * target is refilled (from its rows read ahead, or from SQL once it is down
+   * to half its bound), or, if the last pump left targets waiting for the
+   * overall bound, everything is pumped once the worker is down to half of
+   * it. New events and the 1 s timer pump everything anyway.
    */
   #afterAttempt(target: string, origin: string): void {
     if (this.#stopping) return;
