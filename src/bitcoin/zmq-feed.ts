@@ -87,7 +87,9 @@ export class ZmqFeed {
           this.#lastSeq.clear();
           this.#h.resync('zmq connected');
         } else if (event.type === 'disconnect') {
+          // bitcoind stopped, or restarted: a sync now tells which (health says so at once, not at the next timer).
           this.#connected = false;
+          this.#h.resync('zmq disconnected');
         } else if (event.type === 'end') {
           return;
         }

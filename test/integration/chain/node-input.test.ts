@@ -232,6 +232,14 @@ describe('chain: bad input from the node', () => {
     await waitFor(() => (f.till.rt.health().chain as any).status === 'synced' && f.till.rt.ctx.repos.chainBlocks.tip()?.height === old.height + 2, 'caught up once the node makes sense', 10_000);
   });
 
+  test('a node gone (its ZMQ connection drops): health says disconnected at once, not at the next 30 s sync', async (t) => {
+    const f = await startChainFixture(t, startFakeNode); // re-syncs on its timer once an hour only
+    assert.equal((f.till.rt.health().chain as any).status, 'synced');
+    await f.node.fake!.stopRpc();
+    await f.node.fake!.stopZmq();
+    await waitFor(() => (f.till.rt.health().chain as any).status === 'disconnected', 'health says the node is gone', 5_000);
+  });
+
   test('restarted while its node does not answer, Till\'s health names the height it had read, not none', async (t) => {
     const f = await startChainFixture(t, startFakeNode);
     const { height } = await f.node.tip();
