@@ -463,8 +463,8 @@ describe('webhook delivery', () => {
     await waitFor(() => healthy() >= 40, 'every event at the healthy endpoint', 30_000);
     const hanging = f.receiver.requests.length - healthy();
     await f.till.rt.webhooks.stop();
-    // The hanging two fill the host's 32 slots at once. Once they time out (2 s), the healthy endpoint waiting for
-    // the host is first in line, and the hanging ones keep an even share (a third each): it is served within that
+    // The hanging two fill the host's 32 slots at once. Once they time out (2 s), the healthy endpoint, waiting with
+    // no attempt there, is first in line for a slot they free, and keeps the one it cycles: it is served within that
     // round, not after all 80 of their first attempts.
     assert.ok(hanging < 64, `hanging attempts made before the healthy endpoint had all 40: ${hanging}`);
   });
