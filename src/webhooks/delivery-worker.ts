@@ -281,7 +281,6 @@ export class DeliveryWorker {
   #start(d: DueDelivery, sealed: SendingSecrets | null, origin: string): Promise<void> {
     this.#sending++;
     bump(this.#perTarget, d.target, 1);
-    bump(this.#perOrigin, origin, 1);
     this.#holdOriginSlot(origin, d.target, 1);
     let held = this.#held.get(d.target);
     if (!held) this.#held.set(d.target, (held = new Set()));
@@ -292,7 +291,6 @@ export class DeliveryWorker {
       sending = false;
       this.#sending--;
       bump(this.#perTarget, d.target, -1);
-      bump(this.#perOrigin, origin, -1);
       this.#holdOriginSlot(origin, d.target, -1);
       this.#afterAttempt(d.target, origin);
     };
@@ -312,7 +310,9 @@ export class DeliveryWorker {
     return p;
   }
 
+  /** An origin's slots taken (by) or freed: its count, and which targets hold them. */
   #holdOriginSlot(origin: string, target: string, by: number): void {
+    bump(this.#perOrigin, origin, by);
     let holders = this.#originHolders.get(origin);
     if (!holders) this.#originHolders.set(origin, (holders = new Map()));
     bump(holders, target, by);
