@@ -75,10 +75,11 @@ export function requestContext(logger: Logger, log: RequestLog, durable: () => P
       event.res.headers.forEach((v, k) => keep(k) && (headers[k] = v));
       return errorResponse(apiError, requestId, headers);
     };
-    const rewritten = rewrittenPath(event);
+    const nodeReq = nodeRequestOf(event);
+    const rewritten = rewrittenPath(nodeReq);
     let answer: unknown;
     try {
-      assertHostHeader(event);
+      assertHostHeader(nodeReq);
       if (rewritten !== null) throw new ApiError('not_found', `no route for ${event.req.method} ${rewritten}`);
       answer = await next();
       // A route's object is serialized here: every JSON answer says its Content-Type one way (h3's own is another).
@@ -103,7 +104,7 @@ export function requestContext(logger: Logger, log: RequestLog, durable: () => P
     // A WebSocket route answers a placeholder 426 that crossws replaces with the 101.
     if (status === 426 && getWebSocketHooks(event.req)) status = 101;
     // A body that stalled past its deadline was answered, and logged, by the server's clientError listener.
-    if (!wasAnsweredByClientError(nodeRequestOf(event))) {
+    if (!wasAnsweredByClientError(nodeReq)) {
       log({ requestId, method: event.req.method, path: rewritten ?? event.url.pathname, status, started, keyId: event.context.apiKeyId });
     }
     return answer;
@@ -127,8 +128,8 @@ export function nodeRequestOf(event: H3Event): IncomingMessage | undefined {
  * `proxy_pass` and no URI. Clients send paths normalised (browsers, curl):
  * such a path is no route.
  */
-function rewrittenPath(event: H3Event): string | null {
-  const target = nodeRequestOf(event)?.url;
+function rewrittenPath(req: IncomingMessage | undefined): string | null {
+  const target = req?.url;
   if (target === undefined) return null;
   const query = target.indexOf('?');
   const path = query < 0 ? target : target.slice(0, query);
@@ -141,8 +142,7 @@ const REWRITTEN_BY_PARSER = /\\|(?:^|\/)(?:\.|%2e){1,2}(?:\/|$)/i;
  * HTTP/1.1 requires Host (RFC 9112 3.2). Node refuses its absence with a bare
  * 400 unless told not to (src/http/server.ts); here it gets the envelope.
  */
-function assertHostHeader(event: H3Event): void {
-  const req = nodeRequestOf(event);
+function assertHostHeader(req: IncomingMessage | undefined): void {
   if (req?.httpVersion === '1.1' && req.headers.host === undefined) {
     throw new ApiError('validation_error', 'the Host header is missing (HTTP/1.1 requires it)');
   }
