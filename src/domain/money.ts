@@ -25,8 +25,10 @@ export const MAX_SATS = 21_000_000 * SATS_PER_BTC;
 // Plain decimals only: no sign, exponent, spaces, hex, or leading zeros.
 // Integer digits are capped so BigInt never sees an absurd string.
 export const USD_AMOUNT = /^(0|[1-9]\d{0,9})(?:\.(\d{1,2}))?$/;
-// Digits capped far above the range, so a price too large is refused by the range, saying so.
-const PROVIDER_PRICE = /^(0|[1-9]\d{0,29})(?:\.(\d{1,18}))?$/;
+// Any number of digits: a price too large is refused by the range, saying so,
+// and only the integer part and three decimals ever reach BigInt.
+const PROVIDER_PRICE = /^(0|[1-9]\d*)(?:\.(\d+))?$/;
+const RATE_INTEGER_DIGITS = String(MAX_RATE_CENTS / 100).length;
 
 /**
  * A fiat amount from the API, as integer cents. Accepts a JSON number or a
@@ -82,15 +84,18 @@ export function parseRateToCents(value: string | number): number {
   const match = typeof text === 'string' ? PROVIDER_PRICE.exec(text) : null;
   if (!match) throw new Error(`rate ${describe(value)} is not a plain decimal number`);
   const decimals = match[2] ?? '';
+  if (match[1]!.length > RATE_INTEGER_DIGITS) throw rateOutsideRange(value);
   let cents = BigInt(match[1]!) * 100n + BigInt(decimals.slice(0, 2).padEnd(2, '0'));
   // Half up: the third decimal decides; any digits after it only add to it.
   if (decimals.length > 2 && decimals.charCodeAt(2) >= 0x35 /* '5' */) cents += 1n;
-  if (cents < BigInt(MIN_RATE_CENTS) || cents > BigInt(MAX_RATE_CENTS)) {
-    throw new Error(
-      `rate ${describe(value)} is outside ${formatCents(MIN_RATE_CENTS)}..${formatCents(MAX_RATE_CENTS)} USD per BTC`,
-    );
-  }
+  if (cents < BigInt(MIN_RATE_CENTS) || cents > BigInt(MAX_RATE_CENTS)) throw rateOutsideRange(value);
   return Number(cents);
+}
+
+function rateOutsideRange(value: string | number): Error {
+  return new Error(
+    `rate ${describe(value)} is outside ${formatCents(MIN_RATE_CENTS)}..${formatCents(MAX_RATE_CENTS)} USD per BTC`,
+  );
 }
 
 /**

@@ -129,13 +129,26 @@ describe('parseRateToCents', () => {
     test(`${why}: ${JSON.stringify(input)} -> ${cents}`, () => assert.equal(parseRateToCents(input), cents));
   }
 
-  const invalid: { input: string | number; why: string }[] = [
+  const outside: { input: string | number; why: string }[] = [
     { input: '0', why: 'zero' },
     { input: '0.00', why: 'zero with decimals' },
     { input: '0.004', why: 'rounds to zero' },
     { input: '0.99', why: 'below USD 1' },
-    { input: '-97000', why: 'negative' },
     { input: '100000000.01', why: 'above USD 100M' },
+    { input: '100000000.005', why: 'rounds up past USD 100M' },
+    { input: '1'.repeat(31), why: '31 integer digits' },
+    { input: '1'.repeat(500), why: 'absurdly long' },
+  ];
+  for (const { input, why } of outside) {
+    test(`rejects ${why} as outside the range`, () =>
+      assert.throws(() => parseRateToCents(input), /is outside 1\.00\.\.100000000\.00 USD per BTC/));
+  }
+  test('reads a price with more decimals than any provider sends', () => {
+    assert.equal(parseRateToCents(`97123.40${'9'.repeat(30)}`), 9_712_341);
+  });
+
+  const notDecimal: { input: string | number; why: string }[] = [
+    { input: '-97000', why: 'negative' },
     { input: '1e5', why: 'exponent' },
     { input: 1e21, why: 'number printed with an exponent' },
     { input: Number.NaN, why: 'NaN number' },
@@ -148,10 +161,9 @@ describe('parseRateToCents', () => {
     { input: '0x17AF8', why: 'hex' },
     { input: '097000', why: 'leading zero' },
     { input: '97000.', why: 'dot without decimals' },
-    { input: '1'.repeat(500), why: 'absurdly long' },
   ];
-  for (const { input, why } of invalid) {
-    test(`rejects ${why}`, () => assert.throws(() => parseRateToCents(input), /rate .* (is not a plain decimal|is outside)/));
+  for (const { input, why } of notDecimal) {
+    test(`rejects ${why}`, () => assert.throws(() => parseRateToCents(input), /is not a plain decimal number/));
   }
 });
 
