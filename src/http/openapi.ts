@@ -37,6 +37,8 @@ const BODY: ErrorCode[] = ['validation_error', 'unsupported_media_type', 'payloa
 const NO_QUERY: ErrorCode[] = ['validation_error'];
 /** A write refused below the disk floor, or after the database failed. */
 const WRITE_503: ErrorCode[] = ['disk_full', 'database_unavailable'];
+/** After a write failed to be made durable, every route but /healthz answers this until a restart (docs/API.md). */
+const FAILED_503: ErrorCode = 'database_unavailable';
 /** Actions without parameters: no body, an empty one or `{}`; a field is refused by name. */
 const NO_PARAMS = { required: false, ...json({ type: 'object', additionalProperties: false, maxProperties: 0 }) };
 const idParam = (name: string, description: string) => ({ name, in: 'path', required: true, schema: { type: 'string' }, description });
@@ -218,7 +220,7 @@ export const OPENAPI_DOCUMENT = {
     '/healthz': {
       get: { summary: 'Health of the database, chain watcher and rate source', responses: { '200': { description: 'ok: invoices of every kind can be made and followed' }, '503': { description: 'degraded: database, disk or chain (see docs/API.md, Health)' } } },
     },
-    '/v1/openapi.json': { get: { summary: 'This document', responses: { '200': { description: 'OpenAPI 3.1' } } } },
+    '/v1/openapi.json': { get: { summary: 'This document', responses: { '200': { description: 'OpenAPI 3.1' }, ...errors(FAILED_503) } } },
     '/v1/invoices': {
       post: {
         summary: 'Create an invoice',
@@ -241,11 +243,11 @@ export const OPENAPI_DOCUMENT = {
           { name: 'created_gte', in: 'query', schema: { type: 'string' }, description: 'ISO 8601 or Unix seconds' },
           { name: 'created_lte', in: 'query', schema: { type: 'string' }, description: 'ISO 8601 or Unix seconds; includes all of the second, minute or day it names' },
         ],
-        responses: { '200': { description: 'a page', ...json(ref('InvoiceList')) }, ...errors(...AUTH, 'validation_error') },
+        responses: { '200': { description: 'a page', ...json(ref('InvoiceList')) }, ...errors(...AUTH, 'validation_error', FAILED_503) },
       },
     },
     '/v1/invoices/{id}': {
-      get: { summary: 'Fetch an invoice', security: bearer, parameters: [invoiceId], responses: { '200': { description: 'the invoice', ...json(ref('Invoice')) }, ...errors(...AUTH, ...NO_QUERY) } },
+      get: { summary: 'Fetch an invoice', security: bearer, parameters: [invoiceId], responses: { '200': { description: 'the invoice', ...json(ref('Invoice')) }, ...errors(...AUTH, ...NO_QUERY, FAILED_503) } },
     },
     '/v1/invoices/{id}/cancel': {
       post: {
@@ -280,7 +282,7 @@ export const OPENAPI_DOCUMENT = {
       },
     },
     '/v1/stores/{id}/webhooks': {
-      get: { summary: "List the store's webhook endpoints", security: bearer, parameters: [storeId], responses: { '200': { description: 'endpoints', ...json(ref('WebhookEndpointList')) }, ...errors(...AUTH, ...NO_QUERY) } },
+      get: { summary: "List the store's webhook endpoints", security: bearer, parameters: [storeId], responses: { '200': { description: 'endpoints', ...json(ref('WebhookEndpointList')) }, ...errors(...AUTH, ...NO_QUERY, FAILED_503) } },
       post: {
         summary: 'Add a webhook endpoint; the secret is returned once',
         security: bearer,
@@ -290,7 +292,7 @@ export const OPENAPI_DOCUMENT = {
       },
     },
     '/v1/stores/{id}/webhooks/{wid}': {
-      get: { summary: 'Fetch an endpoint', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'the endpoint', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...NO_QUERY, 'gone') } },
+      get: { summary: 'Fetch an endpoint', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'the endpoint', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...NO_QUERY, 'gone', FAILED_503) } },
       post: {
         summary: 'Update an endpoint (url, description, enabled_events, enabled); deliveries not yet successful follow a new url',
         security: bearer,
@@ -310,7 +312,7 @@ export const OPENAPI_DOCUMENT = {
       post: { summary: "Rotate the secret that signs deliveries to invoices' callback_url", security: bearer, parameters: [storeId], requestBody: NO_PARAMS, responses: { '200': { description: 'with the new secret', ...json(ref('CallbackSecret')) }, ...errors(...AUTH, ...BODY, ...WRITE_503) } },
     },
     '/v1/stores/{id}/test-invoice': {
-      post: { summary: 'Dashboard endpoint (session cookie, spec 5): Till has no dashboard, so this is always 401 auth_required; create test invoices at POST /v1/invoices with a test key', parameters: [idParam('id', 'store id (sto_…)')], responses: errors('auth_required') },
+      post: { summary: 'Dashboard endpoint (session cookie, spec 5): Till has no dashboard, so this is always 401 auth_required; create test invoices at POST /v1/invoices with a test key', parameters: [idParam('id', 'store id (sto_…)')], responses: errors('auth_required', FAILED_503) },
     },
     '/pay/invoices/{id}': {
       get: { summary: 'Public checkout snapshot (CORS *)', parameters: [invoiceId], responses: { '200': { description: 'invoice and branding', ...json(ref('CheckoutInvoice')) }, ...errors('not_found', 'database_unavailable') } },
@@ -323,7 +325,7 @@ export const OPENAPI_DOCUMENT = {
       },
     },
     '/pay/invoices/{id}/stream': {
-      get: { summary: 'WebSocket: {"type":"invoice","data":…} on connect and on every change', parameters: [invoiceId], responses: { '101': { description: 'upgraded' }, ...errors('not_found', 'upgrade_required', 'stream_limit_reached') } },
+      get: { summary: 'WebSocket: {"type":"invoice","data":…} on connect and on every change', parameters: [invoiceId], responses: { '101': { description: 'upgraded' }, ...errors('not_found', 'upgrade_required', 'stream_limit_reached', FAILED_503) } },
     },
     '/checkout/{id}': {
       get: {
@@ -333,12 +335,13 @@ export const OPENAPI_DOCUMENT = {
           '200': { description: 'HTML' },
           '308': { description: '/checkout/{id}/ redirects to ../{id} (the page\'s files are relative to it)' },
           '404': { description: 'unknown invoice: the same page (HTML), which says so' },
+          ...errors(FAILED_503),
         },
       },
     },
-    '/stores/{id}/xpubs': { get: { summary: 'How to add a store\'s xpub with the CLI (text/plain): the page 409 no_active_xpub links to when no dashboard_url is set', parameters: [idParam('id', 'store id (sto_…)')], responses: { '200': { description: 'text/plain' }, ...errors('not_found') } } },
-    '/checkout/{id}/qr.svg': { get: { summary: 'QR code of the BIP21 payment URI', parameters: [invoiceId], responses: { '200': { description: 'SVG' }, ...errors('not_found') } } },
-    '/checkout/assets/{name}': { get: { summary: 'Checkout page assets', parameters: [idParam('name', 'asset file name')], responses: { '200': { description: 'asset' }, ...errors('not_found') } } },
+    '/stores/{id}/xpubs': { get: { summary: 'How to add a store\'s xpub with the CLI (text/plain): the page 409 no_active_xpub links to when no dashboard_url is set', parameters: [idParam('id', 'store id (sto_…)')], responses: { '200': { description: 'text/plain' }, ...errors('not_found', FAILED_503) } } },
+    '/checkout/{id}/qr.svg': { get: { summary: 'QR code of the BIP21 payment URI', parameters: [invoiceId], responses: { '200': { description: 'SVG' }, ...errors('not_found', FAILED_503) } } },
+    '/checkout/assets/{name}': { get: { summary: 'Checkout page assets', parameters: [idParam('name', 'asset file name')], responses: { '200': { description: 'asset' }, ...errors('not_found', FAILED_503) } } },
   }),
   'x-common-errors': errors('not_found', 'method_not_allowed', 'internal_error'),
 } as const;

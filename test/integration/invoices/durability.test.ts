@@ -4,8 +4,10 @@
 // the test says so.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { OPENAPI_DOCUMENT } from '../../../src/http/openapi.ts';
 import { capturedLogger } from '../../helpers/captured-log.ts';
 import { failSyncDuring, heldSync } from '../../helpers/held-sync.ts';
+import { rawConversation, statusCodes } from '../../helpers/raw-http.ts';
 import { call, setupStore, startTestTill, TRANSPORTS, type TestTill } from '../../helpers/till-server.ts';
 import { openEvents, openSocket, within } from '../checkout/checkout-helpers.ts';
 import { startWebhookFixture } from '../webhooks/helpers.ts';
@@ -97,6 +99,14 @@ describe('durable before streamed (socket)', () => {
     await detached;
   });
 });
+
+/** A WebSocket handshake's answer: its status, and its body as JSON when it has one (a refusal may leave the connection open). */
+async function openHandshake(base: string, path: string): Promise<{ status: number; body: any }> {
+  const request = `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`;
+  const text = await rawConversation(base, request, () => null, 2000).catch((err: Error) => err.message.replace(/^timeout: /, ''));
+  const body = text.slice(text.indexOf('\r\n\r\n') + 4);
+  return { status: statusCodes(text)[0]!, body: body.startsWith('{') ? JSON.parse(body) : null };
+}
 
 /** Creates an invoice whose batch's fdatasync fails with `message`. */
 async function createWhileSyncFails(till: TestTill, key: string, message: string) {
@@ -194,6 +204,28 @@ describe('a failed fdatasync (socket)', () => {
     await sleep(200);
     const errors = lines.filter((l) => l.level === 'error' || l.level === 50).map((l) => l.msg);
     assert.deepEqual(errors, ['the WAL could not be made durable: Till answers nothing from its database until it is restarted']);
+  });
+
+  test('every route then answers as /v1/openapi.json says it may: the 503 is documented where it comes', async (t) => {
+    const till = await startTestTill(t);
+    const s = setupStore(till);
+    const invoice = assertInvoice(await postInvoice(till, s.key, { amount_sats: 1000 }));
+    const endpoint = await call(till, 'POST', `/v1/stores/${s.storeId}/webhooks`, { key: s.key, body: { url: 'https://shop.example/hook' } });
+    assert.equal(endpoint.status, 201);
+    assert.equal((await createWhileSyncFails(till, s.key, 'EIO: i/o error, fdatasync')).refused.status, 503);
+    const ids: Record<string, string> = { '/v1/stores/{id}': s.storeId, '/stores/{id}': s.storeId, '{id}': invoice.id, '{wid}': endpoint.body.id, '{name}': 'checkout.js' };
+    const undocumented: string[] = [];
+    for (const [path, operations] of Object.entries(OPENAPI_DOCUMENT.paths as unknown as Record<string, Record<string, { responses: Record<string, { 'x-error-codes'?: string[] }> }>>)) {
+      let url = path;
+      for (const [name, id] of Object.entries(ids)) url = url.replace(name, name.startsWith('/') ? name.replace('{id}', id) : id);
+      for (const [method, operation] of Object.entries(operations)) {
+        const r = path.endsWith('/stream') ? await openHandshake(till.url, url) : await call(till, method.toUpperCase(), url, { key: s.key });
+        const documented = operation.responses[String(r.status)];
+        const code = r.status >= 400 ? r.body?.error?.code : undefined;
+        if (!documented || (code && documented['x-error-codes'] && !documented['x-error-codes'].includes(code))) undocumented.push(`${method.toUpperCase()} ${path}: ${r.status} ${code ?? ''}`);
+      }
+    }
+    assert.deepEqual(undocumented, []);
   });
 
   test('a full disk is disk_full', async (t) => {
