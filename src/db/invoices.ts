@@ -142,6 +142,7 @@ export type InvoicesRepo = ReturnType<typeof createInvoicesRepo>;
 export function createInvoicesRepo(db: Db) {
   const byId = db.prepare<[string], InvoiceRow>('SELECT rowid, * FROM invoices WHERE id = ?');
   const byRowid = db.prepare<[number], InvoiceRow>('SELECT rowid, * FROM invoices WHERE rowid = ?');
+  const listed = db.prepare<[string, string, number], number>('SELECT 1 FROM invoices WHERE id = ? AND store_id = ? AND livemode = ?').pluck();
   // Raw rows (arrays): the start-up rebuild steps through a million of them.
   const watched = db
     .prepare<[number], [number, string]>('SELECT rowid, script_hex FROM invoices WHERE watch_until > ?')
@@ -247,6 +248,10 @@ export function createInvoicesRepo(db: Db) {
   return {
     get(id: string): StoredInvoice | null {
       return load(byId.get(id));
+    },
+    /** Whether a list of this store and mode holds the invoice (a list cursor must name one). */
+    isListed(id: string, storeId: string, livemode: boolean): boolean {
+      return listed.get(id, storeId, livemode ? 1 : 0) !== undefined;
     },
     getByRowid(rowid: number): StoredInvoice | null {
       return load(byRowid.get(rowid));

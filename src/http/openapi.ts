@@ -237,8 +237,8 @@ export const OPENAPI_DOCUMENT = {
         security: bearer,
         parameters: [
           { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
-          { name: 'starting_after', in: 'query', schema: { type: 'string' } },
-          { name: 'ending_before', in: 'query', schema: { type: 'string' } },
+          { name: 'starting_after', in: 'query', schema: { type: 'string' }, description: 'id of an invoice this key lists: the page of those older than it' },
+          { name: 'ending_before', in: 'query', schema: { type: 'string' }, description: 'id of an invoice this key lists: the page of those newer than it' },
           { name: 'status', in: 'query', schema: { type: 'string', enum: INVOICE_STATUSES } },
           { name: 'created_gte', in: 'query', schema: { type: 'string' }, description: 'ISO 8601 or Unix seconds' },
           { name: 'created_lte', in: 'query', schema: { type: 'string' }, description: 'ISO 8601 or Unix seconds; includes all of the second, minute or day it names' },

@@ -1,4 +1,5 @@
 import type { H3, H3Event } from 'h3';
+import type { InvoicesRepo, ListQuery } from '../../db/invoices.ts';
 import { invalidField, unknownName } from '../../domain/errors.ts';
 import { INVOICE_STATUSES, type InvoiceStatus } from '../../domain/invoice.ts';
 import { parseAmountSats, parseInvoiceRequest } from '../../domain/invoice-request.ts';
@@ -67,6 +68,7 @@ export function registerInvoiceRoutes(app: H3, rt: Runtime, direct: DirectGets):
         const pageKey = JSON.stringify(q);
         const cached = views.page(q.storeId, pageKey);
         if (cached !== undefined) return cached;
+        assertCursorListed(ctx.repos.invoices, q);
         const ids = ctx.repos.invoices.listIds(q);
         const hasMore = ids.length > q.limit;
         const page = ids.slice(0, q.limit);
@@ -147,6 +149,14 @@ function isoSpanMs(m: RegExpExecArray): number {
   if (!m[5]) return 60_000 - 1;
   const digits = m[6] ? m[6].length - 1 : 0;
   return digits >= 3 ? 0 : 10 ** (3 - digits) - 1;
+}
+
+/** A cursor of another store, mode or till would place the page anywhere (or nowhere): it is refused by name instead. */
+function assertCursorListed(invoices: InvoicesRepo, q: ListQuery): void {
+  const [param, id] = q.startingAfter ? ['starting_after', q.startingAfter] : ['ending_before', q.endingBefore];
+  if (id !== undefined && !invoices.isListed(id, q.storeId, q.livemode)) {
+    throw invalidField(param, `${param} must be the id of an invoice that this key lists (its store, ${q.livemode ? 'live' : 'test'} mode)`);
+  }
 }
 
 function parseListQuery(params: URLSearchParams) {

@@ -212,6 +212,27 @@ for (const transport of TRANSPORTS) {
       assert.deepEqual((await call(till(), 'GET', '/v1/invoices', { key: a.key })).body.data.map((i: { id: string }) => i.id), [invA.id]);
     });
 
+    test("a cursor naming no invoice this key lists (unknown, another store's, the other mode's) is 400 naming it, not a page placed anywhere", async () => {
+      const a = setupStore(till());
+      const b = setupStore(till());
+      const invA = assertInvoice(await postInvoice(till(), a.key, { amount_sats: 1000 }));
+      const invB = assertInvoice(await postInvoice(till(), b.key, { amount_sats: 2000 }));
+      const unknown = 'inv_00000000000000000000000000';
+      for (const param of ['starting_after', 'ending_before']) {
+        for (const id of [unknown, invB.id]) {
+          const r = await call(till(), 'GET', `/v1/invoices?${param}=${id}`, { key: a.key });
+          assertError(r, 400, 'validation_error', param);
+          assert.match(r.body.error.message, /must be the id of an invoice that this key lists \(its store, test mode\)/);
+        }
+        const own = await call(till(), 'GET', `/v1/invoices?${param}=${invA.id}`, { key: a.key });
+        assert.deepEqual([own.status, own.body.data], [200, []]);
+      }
+      updateStore(till().rt.ctx, a.storeId, { mode: 'live' });
+      addXpub(till().rt.ctx, { storeId: a.storeId, env: 'live', key: testTpub(`live-${a.storeId}`) });
+      const live = mintApiKey(till().rt.ctx, a.storeId, 'live');
+      assertError(await call(till(), 'GET', `/v1/invoices?starting_after=${invA.id}`, { key: live.key }), 400, 'validation_error', 'starting_after');
+    });
+
     test('a time names its whole last unit: created_lte=N (or an ISO second, minute, day) includes N.500, created_gte=N+1 excludes it', async () => {
       const s = setupStore(till());
       till().clock.set(Date.parse('2027-01-01T00:00:00.000Z') + 500);
