@@ -64,6 +64,7 @@ const invalid: Invalid[] = [
   { name: 'callback_url not a URL', body: { amount_sats: 1, callback_url: 'not a url' }, status: 400, code: 'validation_error', param: 'callback_url' },
   { name: 'callback_url ftp', body: { amount_sats: 1, callback_url: 'ftp://shop.example/x' }, status: 400, code: 'validation_error', param: 'callback_url' },
   { name: 'callback_url javascript:', body: { amount_sats: 1, callback_url: 'javascript:alert(1)' }, status: 400, code: 'validation_error', param: 'callback_url' },
+  { name: 'callback_url with a leading space', body: { amount_sats: 1, callback_url: ' https://shop.example/hook' }, status: 400, code: 'validation_error', param: 'callback_url' },
   { name: 'callback_url a number', body: { amount_sats: 1, callback_url: 42 }, status: 400, code: 'validation_error', param: 'callback_url' },
   { name: 'callback_url with a password', body: { amount_sats: 1, callback_url: 'https://shop:secret@shop.example/hook' }, status: 400, code: 'validation_error', param: 'callback_url' },
   { name: 'callback_url with a user name', body: { amount_sats: 1, callback_url: 'https://shop@shop.example/hook' }, status: 400, code: 'validation_error', param: 'callback_url' },
