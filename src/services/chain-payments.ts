@@ -178,8 +178,13 @@ export function applyMempoolTx(ctx: Context, watch: WatchSet, tx: Transaction, f
   });
 }
 
-/** `<txid>:<vout>` of each output a transaction spends. */
+/**
+ * `<txid>:<vout>` of each output a transaction spends. A coinbase spends none:
+ * its input is the null outpoint every coinbase has, and read as a spend it made
+ * each coinbase paying an invoice "replace" the previous one.
+ */
 export function spentOutpoints(tx: Transaction): string[] {
+  if (tx.isCoinbase()) return [];
   return tx.ins.map((i) => `${Buffer.from(i.hash).reverse().toString('hex')}:${i.index}`);
 }
 

@@ -55,6 +55,8 @@ export interface PayOptions {
 export interface MineOptions {
   /** Mempool transactions for the first block: 'all' (default) or these txids (their unconfirmed parents too). */
   include?: 'all' | string[];
+  /** Address the coinbases pay (generatetoaddress's address). Default: the wallet's. */
+  to?: string;
 }
 
 export interface ReplaceOptions {
@@ -190,9 +192,10 @@ export class FakeBitcoind {
     return built.tx.getId();
   }
 
-  /** Mines `n` blocks to the wallet (like generatetoaddress); mempool transactions go into the first. Returns the hashes. */
+  /** Mines `n` blocks to the wallet or `to` (like generatetoaddress); mempool transactions go into the first. Returns the hashes. */
   async mine(n = 1, opts: MineOptions = {}): Promise<string[]> {
     const count = positiveInt(n, 'n', MAX_BLOCKS_PER_CALL);
+    const coinbaseScript = opts.to === undefined ? this.#wallet.script : addressToScript(opts.to);
     const selected = this.#selectForBlock(opts.include ?? 'all');
     const hashes: string[] = [];
     for (let i = 0; i < count; i++) {
@@ -200,6 +203,8 @@ export class FakeBitcoind {
       const record = this.#connectNewBlock(
         entries.map((e) => e.tx),
         entries.reduce((sum, e) => sum + e.fee, 0n),
+        undefined,
+        coinbaseScript,
       );
       // Removal for block inclusion consumes mempool sequence numbers but is never published.
       for (const e of entries) this.#mempool.remove(e.txid);
@@ -397,14 +402,14 @@ export class FakeBitcoind {
   }
 
   /** `extraNonce` tells a competing branch's blocks apart from the ones they replace. */
-  #connectNewBlock(txs: bitcoin.Transaction[], fees: bigint, extraNonce?: number): BlockRecord {
+  #connectNewBlock(txs: bitcoin.Transaction[], fees: bigint, extraNonce?: number, coinbaseScript = this.#wallet.script): BlockRecord {
     const tip = this.#chain.tip;
     const block = buildBlock({
       prevHash: tip.hash,
       height: tip.height + 1,
       // UpdateTime: never at or below the median time past.
       time: Math.max(this.#chain.medianTimePast(tip) + 1, Math.floor(this.#clock.now() / 1000)),
-      coinbaseScript: this.#wallet.script,
+      coinbaseScript,
       fees,
       txs,
       extraNonce,

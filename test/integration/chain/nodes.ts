@@ -20,7 +20,8 @@ export interface ChainNode {
   tip(): Promise<{ height: number; hash: string }>;
   pay(address: string, sats: number, opts?: { rbf?: boolean }): Promise<string>;
   payMany(outputs: Array<{ address: string; sats: number }>): Promise<string>;
-  mine(n?: number): Promise<void>;
+  /** `to`: the address the coinbases pay (default: the node's own wallet). */
+  mine(n?: number, opts?: { to?: string }): Promise<void>;
   /** RBF: outputs [] sends everything back to the node's own wallet. */
   replace(txid: string, opts?: { outputs?: [] }): Promise<string>;
   /** Disconnect `depth` blocks and mine depth+1 others without the given transactions. */
@@ -41,7 +42,7 @@ export async function startFakeNode(clock: Clock): Promise<ChainNode> {
     tip: async () => ({ height: node.tipHeight, hash: node.tipHash }),
     pay: (a, s, o) => node.pay(a, s, o),
     payMany: (outs) => node.payMany(outs),
-    mine: async (n = 1) => void (await node.mine(n)),
+    mine: async (n = 1, o = {}) => void (await node.mine(n, o)),
     replace: (txid, o) => node.replace(txid, o),
     reorg: async (depth, o) => void (await node.reorg(depth, o)),
     waitForSubscriber: () => node.waitForSubscriber(['rawtx', 'sequence', 'hashblock'], 5000),
@@ -120,9 +121,9 @@ export async function startRealNode(binary: string, clock: Clock): Promise<Chain
       await followClock();
       return (await wallet.call('sendmany', ['', Object.fromEntries(outs.map((o) => [o.address, satsToBtcString(o.sats)]))])) as string;
     },
-    mine: async (n = 1) => {
+    mine: async (n = 1, o = {}) => {
       await followClock();
-      await rpc.call('generatetoaddress', [n, own]);
+      await rpc.call('generatetoaddress', [n, o.to ?? own]);
     },
     replace: async (txid, o = {}) => {
       await followClock();

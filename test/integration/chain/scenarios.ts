@@ -96,6 +96,32 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.equal((await getInvoice(f, b.id)).status, 'paid');
   });
 
+  test('coinbases paying two invoices in two blocks: each stays paid, neither replaced by the other', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const a = await createInvoice(f);
+    const b = await createInvoice(f);
+    await f.node.mine(1, { to: a.address });
+    await synced(f);
+    assert.equal((await getInvoice(f, a.id)).status, 'paid');
+    // Every coinbase "spends" the same null outpoint: that is no conflict between them.
+    await f.node.mine(1, { to: b.address });
+    await synced(f);
+    const [paidA, paidB] = [await getInvoice(f, a.id), await getInvoice(f, b.id)];
+    assert.equal(paidB.status, 'paid');
+    assert.equal(paidA.payments[0].status, 'confirmed', 'the first coinbase still counts');
+    assert.equal(paidA.payments[0].confirmations, 2);
+    assert.deepEqual(eventTypes(f, a.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid']);
+    // A coinbase reorged out never comes back: the second is lost, the first (still on the chain) is not.
+    await f.node.reorg(1, {});
+    await synced(f);
+    await f.till.rt.chain!.requestSync(true, 'test');
+    const [afterA, afterB] = [await getInvoice(f, a.id), await getInvoice(f, b.id)];
+    assert.equal(afterB.payments[0].status, 'replaced');
+    assert.deepEqual(eventTypes(f, b.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid', 'invoice.payment_reversed']);
+    assert.equal(afterA.payments[0].status, 'confirmed');
+    assert.deepEqual(eventTypes(f, a.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid']);
+  });
+
   test('underpayment then expiry: expired with the amount received', async (t) => {
     const f = await startChainFixture(t, makeNode);
     const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 15 });
