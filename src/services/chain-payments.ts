@@ -78,10 +78,20 @@ export interface OutputMatch {
   sats: number;
 }
 
+/**
+ * An output of 0 sats pays nothing. Non-standard, but valid in a block, and
+ * anyone can have one mined to an address a checkout page shows: taken for a
+ * payment, the state machine refused it and the chain could not be read past it.
+ */
+function paysNothing(sats: number): boolean {
+  return sats === 0;
+}
+
 /** Outputs of tx paying a watched address, confirmed against the invoice's stored script. */
 export function matchOutputs(ctx: Context, watch: WatchSet, tx: Transaction): OutputMatch[] {
   const out: OutputMatch[] = [];
   tx.outs.forEach((o, vout) => {
+    if (paysNothing(Number(o.value))) return;
     const candidates = watch.candidates(o.script);
     if (candidates.length === 0) return;
     const hex = Buffer.from(o.script).toString('hex');
@@ -432,7 +442,7 @@ export function scannedBlockFacts(ctx: Context, watch: WatchSet, headers: BlockH
   const found = new Map<number, BlockFacts['found']>(headers.map((h) => [h.height, []]));
   for (const u of unspents) {
     const list = found.get(u.height);
-    if (!list) continue;
+    if (!list || paysNothing(u.sats)) continue;
     for (const rowid of watch.candidates(Buffer.from(u.scriptHex, 'hex'))) {
       const inv = ctx.repos.invoices.getByRowid(rowid);
       // What it spent is not in the UTXO set: a payment it replaced is found by the mempool check after the blocks.

@@ -217,6 +217,32 @@ export class FakeBitcoind {
   }
 
   /**
+   * Mines one block holding a new wallet transaction that pays `payments`,
+   * which never enters the mempool: a miner's own, or one sent to a miner
+   * directly (Core: `generateblock` with a raw transaction). Consensus rules
+   * only, so an output may be below dust, or 0. Returns the txid.
+   */
+  async mineTx(payments: Array<{ address: string; sats: number | bigint }>): Promise<string> {
+    if (!Array.isArray(payments) || payments.length === 0) throw new TypeError('mineTx needs at least one {address, sats}');
+    for (const { sats } of payments) {
+      if (!(typeof sats === 'bigint' || Number.isSafeInteger(sats)) || sats < 0) throw new RangeError(`sats must be an integer of 0 or more, got ${String(sats)}`);
+    }
+    const built = this.#wallet.fund(this.#spendableCoins(), {
+      payments: payments.map(({ address, sats }) => ({ script: addressToScript(address), value: BigInt(sats) })),
+      feeFor: (vsize) => BigInt(vsize) * this.#feeRate,
+      rbf: true,
+      locktime: this.#chain.height,
+    });
+    const txid = built.tx.getId();
+    this.#walletTxs.set(txid, built);
+    const record = this.#connectNewBlock([built.tx], built.fee);
+    this.#publishBlockConnected(record);
+    this.#publishTip(record);
+    await this.#zmq.flush();
+    return txid;
+  }
+
+  /**
    * RBF: a transaction spending the same inputs with a higher fee replaces a
    * mempool transaction made by pay()/payMany(). Publishes `R` for the
    * original (and any descendants), then the replacement's hashtx, rawtx and `A`.

@@ -22,6 +22,8 @@ export interface ChainNode {
   payMany(outputs: Array<{ address: string; sats: number }>): Promise<string>;
   /** `to`: the address the coinbases pay (default: the node's own wallet). */
   mine(n?: number, opts?: { to?: string }): Promise<void>;
+  /** Mines a block holding a new transaction paying these outputs (0 or dust allowed) that never was in the mempool. */
+  mineTx(outputs: Array<{ address: string; sats: number }>): Promise<string>;
   /** RBF: outputs [] sends everything back to the node's own wallet. */
   replace(txid: string, opts?: { outputs?: [] }): Promise<string>;
   /** Disconnect `depth` blocks and mine depth+1 others without the given transactions. */
@@ -42,6 +44,7 @@ export async function startFakeNode(clock: Clock): Promise<ChainNode> {
     tip: async () => ({ height: node.tipHeight, hash: node.tipHash }),
     pay: (a, s, o) => node.pay(a, s, o),
     payMany: (outs) => node.payMany(outs),
+    mineTx: (outs) => node.mineTx(outs),
     mine: async (n = 1, o = {}) => void (await node.mine(n, o)),
     replace: (txid, o) => node.replace(txid, o),
     reorg: async (depth, o) => void (await node.reorg(depth, o)),
@@ -124,6 +127,17 @@ export async function startRealNode(binary: string, clock: Clock): Promise<Chain
     mine: async (n = 1, o = {}) => {
       await followClock();
       await rpc.call('generatetoaddress', [n, o.to ?? own]);
+    },
+    mineTx: async (outs) => {
+      await followClock();
+      // A confirmed coin the wallet's mempool transactions do not spend; the rest back to the wallet, less a fee.
+      const coin = ((await wallet.call('listunspent')) as Array<{ txid: string; vout: number; amount: number }>)[0]!;
+      const change = (await wallet.call('getnewaddress')) as string;
+      const rest = btcToSats(String(coin.amount)) - outs.reduce((sum, o) => sum + o.sats, 0) - 10_000;
+      const raw = await wallet.call('createrawtransaction', [[{ txid: coin.txid, vout: coin.vout }], [...outs.map((o) => ({ [o.address]: satsToBtcString(o.sats) })), { [change]: satsToBtcString(rest) }]]);
+      const signed = (await wallet.call('signrawtransactionwithwallet', [raw])) as { hex: string };
+      await rpc.call('generateblock', [own, [signed.hex]]);
+      return (await rpc.call('decoderawtransaction', [signed.hex]) as { txid: string }).txid;
     },
     replace: async (txid, o = {}) => {
       await followClock();

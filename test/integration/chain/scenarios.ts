@@ -122,6 +122,21 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.deepEqual(eventTypes(f, a.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid']);
   });
 
+  test('an output of 0 sats to an invoice address, mined without the mempool: no payment, and the chain is read on past it', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const target = await createInvoice(f);
+    const other = await createInvoice(f);
+    // Consensus-valid, if non-standard: anyone may get it mined to an address shown on a checkout page.
+    await f.node.mineTx([{ address: target.address, sats: 0 }]);
+    await synced(f);
+    assert.deepEqual((await getInvoice(f, target.id)).payments, []);
+    assert.deepEqual(eventTypes(f, target.id), ['invoice.created']);
+    assert.equal(f.till.rt.chain!.health().error, null);
+    await f.node.pay(other.address, 50_000);
+    await mineAndSync(f);
+    assert.equal((await getInvoice(f, other.id)).status, 'paid');
+  });
+
   test('underpayment then expiry: expired with the amount received', async (t) => {
     const f = await startChainFixture(t, makeNode);
     const inv = await createInvoice(f, { amount_sats: 50_000, expires_in_minutes: 15 });
@@ -949,6 +964,22 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     const stored = till2.rt.ctx.repos.invoices.get(inv.id)!;
     assert.equal(stored.status, 'paid');
     assert.match(String((till2.rt.health().chain as any).pruned_fallback), /pruned/);
+  });
+
+  onFake('a pruned node: an output of 0 sats to an invoice address found in the UTXO set is no payment, and the others are read', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const target = await createInvoice(f);
+    const other = await createInvoice(f);
+    await f.till.rt.chain!.stop();
+    await f.node.mineTx([{ address: target.address, sats: 0 }]);
+    await f.node.pay(other.address, 50_000);
+    await f.node.mine(3);
+    fakeOnly(f).pruneBelow((await f.node.tip()).height);
+    const till2 = await startTestTill(t, { clock: f.till.clock, env: { TILL_DATA_DIR: f.till.config.dataDir, ...nodeEnv(f.node) } });
+    await startWatching(till2, f.node);
+    assert.deepEqual(till2.rt.ctx.repos.invoices.get(target.id)!.payments, []);
+    assert.equal(till2.rt.ctx.repos.invoices.get(other.id)!.status, 'paid');
+    assert.equal(till2.rt.chain!.health().error, null);
   });
 
   // 10 blocks: more than Till re-evaluates after each block (7); 1,010: more than it keeps counting confirmations for (1,000).
