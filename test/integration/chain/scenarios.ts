@@ -96,6 +96,21 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.equal((await getInvoice(f, b.id)).status, 'paid');
   });
 
+  // On the fake alone: Core's wallet and raw-transaction RPCs refuse one address twice in a transaction.
+  onFake('one transaction paying an invoice in three outputs: three payments that add up, one payment_detected naming the first', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const inv = await createInvoice(f, { amount_sats: 60_000 });
+    const txid = await f.node.payMany([1, 2, 3].map(() => ({ address: inv.address, sats: 20_000 })));
+    const seen = await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 3 && getInvoice(f, inv.id), 'three outputs');
+    assert.equal(seen.amount_received_sats, 60_000);
+    assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected']);
+    const named = JSON.parse(f.till.rt.ctx.repos.events.listForInvoice(inv.id)[1]!.body).data.payment;
+    assert.deepEqual([named.txid, named.vout], [txid, Math.min(...seen.payments.map((p: { vout: number }) => p.vout))]);
+    await mineAndSync(f);
+    assert.equal((await getInvoice(f, inv.id)).status, 'paid');
+    assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid']);
+  });
+
   test('coinbases paying two invoices in two blocks: each stays paid, neither replaced by the other', async (t) => {
     const f = await startChainFixture(t, makeNode);
     const a = await createInvoice(f);

@@ -76,6 +76,14 @@ const scenarios: Scenario[] = [
     ],
   },
   {
+    name: 'one transaction paying in several outputs: one payment_detected, naming its first output; a later output of it adds none',
+    steps: [
+      { at: T0 + MINUTE, fact: pays(mempool('a', 30_000, T0 + MINUTE, 1), mempool('a', 30_000, T0 + MINUTE, 4)), status: 'pending', events: ['payment_detected:a:1'], expect: { received: 60_000 } },
+      { at: T0 + 2 * MINUTE, fact: pays(mempool('a', 30_000, T0 + MINUTE, 1), mempool('a', 30_000, T0 + MINUTE, 4), mempool('b', 10_000, T0 + 2 * MINUTE), mempool('a', 30_000, T0 + MINUTE, 7)), status: 'pending', events: ['payment_detected:b', 'payment_detected:a:7'], expect: { received: AMOUNT } },
+      { at: T0 + 3 * MINUTE, fact: pays(confirmed('a', 30_000, T0 + MINUTE, 1, 1), confirmed('a', 30_000, T0 + MINUTE, 1, 4), confirmed('b', 10_000, T0 + 2 * MINUTE), confirmed('a', 30_000, T0 + MINUTE, 1, 7)), status: 'paid', events: ['paid'] },
+    ],
+  },
+  {
     name: 'underpaid, then expiry: expired with the partial amount received',
     steps: [
       { at: T0 + MINUTE, fact: pays(confirmed('a', 40_000, T0 + MINUTE)), status: 'pending', events: ['payment_detected:a'] },
@@ -349,12 +357,12 @@ const scenarios: Scenario[] = [
     steps: [{ at: EXPIRES + MINUTE, fact: pays(mempool('a', AMOUNT, EXPIRES + MINUTE)), status: 'late_paid', events: ['payment_detected:a', 'expired', 'late_paid'] }],
   },
   {
-    name: 'payment_detected once per payment across many facts',
+    name: 'payment_detected once per transaction across many facts',
     steps: [
       { at: T0 + MINUTE, fact: pays(mempool('a', 10_000, T0 + MINUTE)), status: 'pending', events: ['payment_detected:a'] },
       { at: T0 + 2 * MINUTE, fact: pays(mempool('a', 10_000, T0 + MINUTE)), status: 'pending', events: [] },
       { at: T0 + 3 * MINUTE, fact: pays(confirmed('a', 10_000, T0 + MINUTE)), status: 'pending', events: [] },
-      { at: T0 + 4 * MINUTE, fact: pays(confirmed('a', 10_000, T0 + MINUTE, 2), mempool('b', 10_000, T0 + 4 * MINUTE), mempool('b', 20_000, T0 + 4 * MINUTE, 1)), status: 'pending', events: ['payment_detected:b', 'payment_detected:b:1'] },
+      { at: T0 + 4 * MINUTE, fact: pays(confirmed('a', 10_000, T0 + MINUTE, 2), mempool('b', 10_000, T0 + 4 * MINUTE), mempool('b', 20_000, T0 + 4 * MINUTE, 1)), status: 'pending', events: ['payment_detected:b'] },
       { at: T0 + 5 * MINUTE, fact: TICK, status: 'pending', events: [] },
       { at: T0 + 6 * MINUTE, fact: pays(confirmed('a', 10_000, T0 + MINUTE, 3), confirmed('b', 10_000, T0 + 4 * MINUTE), confirmed('b', 20_000, T0 + 4 * MINUTE, 1, 1)), status: 'pending', events: [], expect: { confirmed: 40_000 } },
     ],

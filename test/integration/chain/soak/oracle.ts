@@ -85,7 +85,8 @@ export interface Judged {
 export function judge(before: OInv, pays: OPay[], heldAt: number, catchingUp: boolean, now: number, tick = false): Judged {
   const at = Math.max(before.createdAt, Math.min(now, heldAt));
   const known = new Set(before.pays.map(op));
-  const events: string[] = pays.filter((p) => !known.has(op(p))).map(() => 'invoice.payment_detected');
+  // One payment_detected per transaction, however many of its outputs pay the invoice.
+  const events: string[] = [...new Set(pays.filter((p) => !known.has(op(p))).map((p) => p.txid))].map(() => 'invoice.payment_detected');
   let inv: OInv = { ...before, pays };
   const req = inv.req;
   if (inv.status === 'pending') {
