@@ -1,7 +1,7 @@
 // Till's hosted checkout. It reads the invoice id from its own URL, shows the
 // payment request, and follows the invoice live through the public /pay API:
-// Server-Sent Events first (WebSocket first over plain HTTP/1.1, see
-// defaultTransports), the other when the first does not work, polling as the
+// Server-Sent Events first (WebSocket first unless served over HTTP/2 or 3,
+// see defaultTransports), the other when the first does not work, polling as the
 // last resort. No dependencies, no inline code (the page's CSP forbids it),
 // and only textContent is ever written: store names are not trusted as HTML.
 // `?transport=sse|ws|poll` forces one transport (for testing the fallbacks).
@@ -319,10 +319,15 @@ function viaPolling() {
  * Over HTTP/1.1 a browser opens at most 6 connections to a host, and an
  * EventSource holds one for as long as the page is open: a seventh checkout
  * tab would never load. A WebSocket does not count against them.
+ * The protocol is read from the snapshot's fetch (no-store, so always from the
+ * network): a page revalidated from the cache (a reload, a second tab of the
+ * same invoice) reports none for its navigation. Unknown: WebSocket first,
+ * which cannot starve the page's own loads.
  */
 function defaultTransports() {
-  const protocol = performance.getEntriesByType('navigation')[0]?.nextHopProtocol ?? '';
-  return /^http\/1/.test(protocol) ? ['ws', 'sse', 'poll'] : ['sse', 'ws', 'poll'];
+  const [snapshot] = performance.getEntriesByName(apiUrl.href, 'resource').slice(-1);
+  const protocol = snapshot?.nextHopProtocol || performance.getEntriesByType('navigation')[0]?.nextHopProtocol || '';
+  return /^h2|^h3/.test(protocol) ? ['sse', 'ws', 'poll'] : ['ws', 'sse', 'poll'];
 }
 
 function goLive() {

@@ -244,4 +244,17 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
       assert.equal(await page.locator('main').getAttribute('data-transport'), 'ws');
     }
   });
+
+  test('a seventh tab of the same invoice still loads: a page revalidated from the cache (304) also takes the WebSocket', async (t) => {
+    const till = await startTestTill(t);
+    const inv = await createInvoice(till, setupStore(till));
+    const first = await openCheckout(t, till, inv.id);
+    await expectStatus(first.page, 'Waiting for payment');
+    for (let tab = 2; tab <= 7; tab++) {
+      const page = await first.page.context().newPage();
+      await page.goto(`${till.url}/checkout/${inv.id}`, { timeout: 8000 });
+      await expectStatus(page, 'Waiting for payment');
+      assert.equal(await page.locator('main').getAttribute('data-transport'), 'ws', `tab ${tab}`);
+    }
+  });
 });
