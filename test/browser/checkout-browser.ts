@@ -60,8 +60,9 @@ export async function openCheckout(
   id: string,
   query = '',
   viewport: { width: number; height: number } = PHONE,
+  { javaScriptEnabled = true } = {},
 ): Promise<OpenPage> {
-  const context = await browser.newContext({ viewport, deviceScaleFactor: 1 });
+  const context = await browser.newContext({ viewport, deviceScaleFactor: 1, javaScriptEnabled });
   t.after(() => context.close());
   const page = await context.newPage();
   page.setDefaultTimeout(8000);

@@ -7,7 +7,7 @@ import { listenOnLoopback } from '../helpers/listen.ts';
 import { call, setupStore, startTestTill } from '../helpers/till-server.ts';
 import { createInvoice, receivePayment, simulate } from '../integration/checkout/checkout-helpers.ts';
 import { waitFor } from '../helpers/wait-for.ts';
-import { expectStatus, openCheckout, skipReason } from './checkout-browser.ts';
+import { expectStatus, openCheckout, PHONE, skipReason } from './checkout-browser.ts';
 
 // The hosted checkout as buyers meet it off the happy path, in a real
 // headless Chromium: each test is something a buyer would notice.
@@ -82,6 +82,20 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     const { page, status } = await openCheckout(t, till, 'inv_%zz');
     assert.equal(status, 404);
     await expectStatus(page, 'Invoice not found');
+  });
+
+  test('without JavaScript the phone\'s first screen says why nothing shows, not "Loading the invoice…" for ever', async (t) => {
+    const till = await startTestTill(t);
+    const inv = await createInvoice(till, setupStore(till));
+    const { page } = await openCheckout(t, till, inv.id, '', undefined, { javaScriptEnabled: false });
+    // getByText skips <noscript>, whose content is text while scripts run.
+    const notice = page.locator('p.noscript');
+    assert.ok(await notice.isVisible());
+    assert.match((await notice.textContent()) ?? '', /needs JavaScript/);
+    const box = (await notice.boundingBox())!;
+    assert.ok(box.y + box.height <= PHONE.height, `the notice is below the fold, at ${box.y} px`);
+    assert.equal(await page.locator('#status').isVisible(), false, 'no "Loading the invoice…" that never ends');
+    assert.equal(await page.getByRole('button', { name: 'Copy address' }).isVisible(), false, 'no empty field with a Copy button');
   });
 
   test('the whole address is visible: a taproot address on a phone, a segwit one on a small phone', async (t) => {
