@@ -113,6 +113,23 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     }
   });
 
+  test('a phone set to large text (20 px) keeps the Copy buttons on the screen: nothing scrolls sideways', async (t) => {
+    const till = await startTestTill(t);
+    const inv = await createInvoice(till, setupStore(till), { amount_sats: 2_100_000_000_000_000 });
+    const { page } = await openCheckout(t, till, inv.id, '', { width: 360, height: 740 });
+    await expectStatus(page, 'Waiting for payment');
+    // The browser's font size setting ("Large" is 20 px), as the buyer sets it.
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('Page.setFontSizes', { fontSizes: { standard: 20, fixed: 20 } });
+    await page.waitForFunction(() => getComputedStyle(document.documentElement).fontSize === '20px');
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert.equal(width, 360, `the page is ${width} px wide on a 360 px screen`);
+    for (const button of ['#copy-address', '#copy-amount']) {
+      const box = (await page.locator(button).boundingBox())!;
+      assert.ok(box.x + box.width <= 360, `${button} ends at ${box.x + box.width} px`);
+    }
+  });
+
   test('the keyboard focus and the buttons\' edges stay visible on a store with a light brand colour', async (t) => {
     const till = await startTestTill(t);
     const store = setupStore(till);
