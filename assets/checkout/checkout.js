@@ -157,6 +157,8 @@ function render(inv) {
   const qrSrc = `${encodeURIComponent(inv.id)}/qr.svg?due=${dueSats}`;
   if (qr.getAttribute('src') !== qrSrc) qr.src = qrSrc;
   qr.hidden = !payable;
+  // Its caption says "Scan…": a screen reader must not offer an empty figure to scan once there is nothing to pay.
+  qr.closest('figure').setAttribute('aria-hidden', String(!payable));
   const wallet = $('open-wallet');
   wallet.href = state === 'partial' ? `bitcoin:${inv.address}?amount=${btc(dueSats)}` : inv.payment_uri;
   wallet.hidden = !payable;

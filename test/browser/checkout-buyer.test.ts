@@ -75,6 +75,7 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     assert.equal(await page.locator('#copy-address').isDisabled(), true);
     assert.equal(await page.locator('#copy-amount').isDisabled(), true);
     assert.equal(await page.locator('#countdown').evaluate((el) => getComputedStyle(el).visibility), 'hidden');
+    assert.doesNotMatch(await page.locator('main').ariaSnapshot(), /[Ss]can/, 'no code to scan is announced');
   });
 
   test('a mistyped link whose id does not decode says "Invoice not found", as its 404 status does', async (t) => {
@@ -162,6 +163,19 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     assert.match((await live.textContent()) ?? '', /Send the remaining 0\.00006000 BTC/);
     assert.ok(await page.getByRole('button', { name: 'Copy address' }).isVisible());
     assert.ok(await page.getByRole('button', { name: 'Copy amount' }).isVisible());
+  });
+
+  test('once paid, a screen reader is no longer told to scan a code that is gone', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store);
+    const { page } = await openCheckout(t, till, inv.id);
+    await expectStatus(page, 'Waiting for payment');
+    assert.match(await page.locator('main').ariaSnapshot(), /Scan with a Bitcoin wallet/);
+    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1, 'the page to subscribe');
+    await simulate(till, store, inv.id, 'paid');
+    await expectStatus(page, 'Paid');
+    assert.doesNotMatch(await page.locator('main').ariaSnapshot(), /[Ss]can/);
   });
 
   test('an invoice cancelled after a partial payment tells the buyer what was received', async (t) => {
