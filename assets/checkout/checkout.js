@@ -13,6 +13,8 @@ const FIRST_MESSAGE_MS = 10000;
 /** The longest wait the server asks of EventSource before it reconnects (its `retry:` is 2-5 s). */
 const SSE_RETRY_MAX_MS = 5000;
 const WS_RETRIES = 3;
+/** How often a page on a live stream also asks for the snapshot (see recheckLive). */
+const RECHECK_MS = 60000;
 
 /** The invoice id in the page's URL; a mistyped one that does not decode (%zz) as it is: the API finds no such invoice either. */
 function idFromPath(segment) {
@@ -31,6 +33,8 @@ const apiUrl = new URL(`../pay/invoices/${encodeURIComponent(invoiceId)}`, locat
 const forced = new URLSearchParams(location.search).get('transport');
 
 let current = null;
+/** Counts render() calls: a snapshot fetched while the stream rendered something may be older than it. */
+let renders = 0;
 /** Server clock minus this device's clock, from the snapshot's server_time. */
 let clockOffsetMs = 0;
 let countdownTimer = null;
@@ -132,6 +136,7 @@ function renderStore(store, livemode) {
 
 function render(inv) {
   current = inv;
+  renders++;
   clockOffsetMs = Date.parse(inv.server_time) - Date.now();
   const { state, title, detail } = describe(inv);
   main.dataset.state = state;
@@ -346,6 +351,31 @@ function goLive() {
   start(0);
 }
 
+/** The invoice as shown, without the moment it was sent. */
+const shownAs = (inv) => JSON.stringify({ ...inv, server_time: null });
+
+/**
+ * A stream whose connection died without a word (the phone changed networks, a
+ * NAT forgot it) never says so, and the page would wait for ever. Coming back
+ * into view (from the wallet app, say) and once a minute, a page on a stream
+ * asks for the snapshot too: one showing a change the stream never brought
+ * means the stream is dead, and it is started again.
+ */
+async function recheckLive() {
+  if (!['sse', 'ws'].includes(main.dataset.transport) || !current || isSettled(current)) return;
+  const before = renders;
+  let inv;
+  try {
+    inv = await fetchSnapshot();
+  } catch {
+    return; // Offline: the stream, if alive, and the next check go on.
+  }
+  if (!inv || renders !== before || shownAs(inv) === shownAs(current)) return;
+  stopLive();
+  render(inv);
+  if (!isSettled(inv)) goLive();
+}
+
 function showNotFound() {
   stopLive();
   showProblem('notfound', 'Invoice not found', 'Check the link you were given, or ask the merchant for a new one.');
@@ -391,7 +421,10 @@ async function start() {
       await new Promise((r) => setTimeout(r, Math.min(30000, 1000 * 2 ** attempt)));
     }
   }
-  if (!isSettled(current)) goLive();
+  if (isSettled(current)) return;
+  goLive();
+  setInterval(recheckLive, RECHECK_MS);
+  document.addEventListener('visibilitychange', () => document.visibilityState === 'visible' && recheckLive());
 }
 
 start();

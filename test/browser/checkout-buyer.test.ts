@@ -27,12 +27,19 @@ function contrastOnWhite(rgb: string): number {
  * an event stream after its head): what a proxy buffering the stream looks like
  * to the page. The first `passing` such streams pass; `cutPassing` drops those
  * connections, so the page reconnects into a stream that is held (or passes,
- * while `passing` allows). `streams` counts the streams begun.
+ * while `passing` allows); `silencePassing` holds them back from then on without
+ * closing them (a network path gone dead). `streams` counts the streams begun.
  */
-async function startStreamHoldingProxy(t: TestContext, target: string, kind: 'ws' | 'sse', passing = 0): Promise<{ url: string; cutPassing(): void; streams(): number }> {
+async function startStreamHoldingProxy(
+  t: TestContext,
+  target: string,
+  kind: 'ws' | 'sse',
+  passing = 0,
+): Promise<{ url: string; cutPassing(): void; silencePassing(): void; streams(): number }> {
   const { hostname, port } = new URL(target);
   const sockets = new Set<Socket>();
   const passed: Socket[] = [];
+  const silenced = new Set<Socket>();
   let seen = 0;
   const isStreamHead = (head: string) => (kind === 'ws' ? head.startsWith('HTTP/1.1 101') : head.startsWith('HTTP/1.1 200') && /content-type: text\/event-stream/i.test(head));
   const server = createServer((client) => {
@@ -46,7 +53,7 @@ async function startStreamHoldingProxy(t: TestContext, target: string, kind: 'ws
     // Once a connection carries a stream, all it carries after is that stream.
     let holding = false;
     upstream.on('data', (chunk: Buffer) => {
-      if (holding) return;
+      if (holding || silenced.has(client)) return;
       const end = chunk.indexOf('\r\n\r\n');
       if (!passed.includes(client) && end >= 0 && isStreamHead(chunk.subarray(0, end).toString('latin1'))) {
         seen++;
@@ -64,7 +71,7 @@ async function startStreamHoldingProxy(t: TestContext, target: string, kind: 'ws
     for (const s of sockets) s.destroy();
     server.close();
   });
-  return { url, cutPassing: () => passed.forEach((s) => s.destroy()), streams: () => seen };
+  return { url, cutPassing: () => passed.forEach((s) => s.destroy()), silencePassing: () => passed.forEach((s) => silenced.add(s)), streams: () => seen };
 }
 
 describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false }, () => {
@@ -238,6 +245,26 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
       await expectStatus(page, 'Paid');
     });
   }
+
+  test('a WebSocket gone silent without a close (a dead network path): back on the page, the buyer sees the payment, and it streams again', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store, { amount_sats: 10_000 });
+    const proxied = await startStreamHoldingProxy(t, till.url, 'ws', 2);
+    const { page } = await openCheckout(t, { ...till, url: proxied.url }, inv.id);
+    await expectStatus(page, 'Waiting for payment');
+    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1, 'the page to subscribe');
+    proxied.silencePassing();
+    await receivePayment(till, inv.id, 4_000);
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(await page.locator('#status').textContent(), 'Waiting for payment', 'the silent stream brought nothing');
+    // The buyer comes back from the wallet app.
+    await page.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
+    await expectStatus(page, 'Partly paid');
+    await waitFor(() => proxied.streams() === 2, 'a new stream');
+    await simulate(till, store, inv.id, 'paid');
+    await expectStatus(page, 'Paid');
+  });
 
   test('an event stream that reconnects with nothing missed stays on SSE (the server says it resumed)', async (t) => {
     const till = await startTestTill(t);
