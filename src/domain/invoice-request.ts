@@ -21,6 +21,9 @@ export function parseInvoiceRequest(body: Record<string, unknown>): InvoiceReque
   }
   const has = (k: string) => body[k] !== undefined && body[k] !== null;
   const fiatGiven = has('amount') || has('currency');
+  if (has('amount_sats') && has('currency') && !has('amount')) {
+    throw invalidField('currency', 'currency goes with amount; amount_sats is in sats and takes no currency');
+  }
   if (fiatGiven && has('amount_sats')) {
     throw invalidField('amount_sats', 'give either amount_sats or amount with currency, not both');
   }

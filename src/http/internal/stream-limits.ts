@@ -29,7 +29,7 @@ export class StreamLimiter {
       throw limitError(`the server holds its maximum of ${this.#total} live streams; retry later or poll GET /pay/invoices/:id`);
     }
     if ((this.#byClient.get(client) ?? 0) >= this.#perClient) {
-      throw limitError(`this address already holds ${this.#perClient} live streams; close one or retry later`);
+      throw limitError(`this address already holds ${this.#perClient} live stream${this.#perClient === 1 ? '' : 's'}; close one or retry later`);
     }
   }
 

@@ -54,7 +54,7 @@ const invalid: Invalid[] = [
   { name: 'neither amount_sats nor amount', body: {}, status: 400, code: 'validation_error', param: 'amount_sats' },
   { name: 'only metadata', body: { metadata: { a: 'b' } }, status: 400, code: 'validation_error', param: 'amount_sats' },
   { name: 'both amount_sats and amount+currency', body: { amount_sats: 1000, amount: '1.00', currency: 'USD' }, status: 400, code: 'validation_error', param: 'amount_sats' },
-  { name: 'amount_sats with currency', body: { amount_sats: 1000, currency: 'USD' }, status: 400, code: 'validation_error', param: 'amount_sats' },
+  { name: 'amount_sats with currency', body: { amount_sats: 1000, currency: 'USD' }, status: 400, code: 'validation_error', param: 'currency' },
   { name: 'amount without currency', body: { amount: '1.00' }, status: 400, code: 'validation_error', param: 'currency' },
   { name: 'currency without amount', body: { currency: 'USD' }, status: 400, code: 'validation_error', param: 'amount' },
   { name: 'expires_in_minutes 4', body: { amount_sats: 1, expires_in_minutes: 4 }, status: 400, code: 'validation_error', param: 'expires_in_minutes' },
