@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { closeSync, existsSync, openSync, statSync } from 'node:fs';
+import { closeSync, openSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeDirs } from '../make-dirs.ts';
 import { migrate, schemaVersion } from './migrate.ts';
@@ -28,7 +28,14 @@ export class NoDatabaseError extends Error {
 
 /** Throws NoDatabaseError unless `dataDir` holds a database (an empty file, left by a first start killed at once, is none). */
 export function assertDatabaseExists(dataDir: string): void {
-  if (!existsSync(databasePath(dataDir)) || statSync(databasePath(dataDir)).size === 0) {
+  let size: number | undefined;
+  try {
+    size = statSync(databasePath(dataDir), { throwIfNoEntry: false })?.size;
+  } catch (err) {
+    // Another user's data dir (one made by the till user, a command run as someone else) is there, not missing.
+    throw new NoDatabaseError(`cannot look in the data directory ${dataDir} (${(err as NodeJS.ErrnoException).code}): run till as the user that owns it`);
+  }
+  if (!size) {
     throw new NoDatabaseError(`no Till database in ${dataDir}: check --data-dir (or TILL_DATA_DIR); a new till gets one from till store create or till serve`);
   }
 }

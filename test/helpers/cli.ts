@@ -11,12 +11,13 @@ export interface CliResult {
 }
 
 /** Runs the real `till` CLI as a child process on the pinned Node. */
-export function runTill(args: string[], opts: { dataDir?: string; env?: Record<string, string>; timeoutMs?: number } = {}): Promise<CliResult> {
+export function runTill(args: string[], opts: { dataDir?: string; env?: Record<string, string>; timeoutMs?: number; user?: { uid: number; gid: number } } = {}): Promise<CliResult> {
   const fullArgs = opts.dataDir ? ['--data-dir', opts.dataDir, ...args] : args;
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [TILL, ...fullArgs], {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', TILL_LOG_LEVEL: 'silent', ...opts.env },
       stdio: ['ignore', 'pipe', 'pipe'],
+      ...opts.user,
     });
     let stdout = '';
     let stderr = '';
@@ -46,4 +47,15 @@ export function runTillBeside(
 ): Promise<CliResult> {
   const env = { TILL_NETWORK: till.config.network, TILL_ALLOW_PRIVATE_CALLBACKS: String(till.config.allowPrivateCallbacks), ...opts.env };
   return runTill(args, { ...opts, dataDir: till.config.dataDir, env });
+}
+
+/**
+ * A user other than the one whose files a test makes (root ignores permissions, so a root test runs the
+ * command as nobody), or why there is none: a checkout that user cannot read, or a non-root runner.
+ */
+export async function otherUser(): Promise<{ user: { uid: number; gid: number } } | { skip: string }> {
+  if (process.getuid?.() !== 0) return { skip: 'not root: cannot run a command as another user' };
+  const user = { uid: 65534, gid: 65534 };
+  const probe = await runTill(['--version'], { user });
+  return probe.code === 0 ? { user } : { skip: `user 65534 cannot run this checkout's CLI: ${probe.stderr.trim()}` };
 }

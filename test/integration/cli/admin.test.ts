@@ -11,7 +11,7 @@ import { databasePath, openDatabase } from '../../../src/db/connection.ts';
 import { MIGRATIONS } from '../../../src/db/migrations/index.ts';
 import { createContext } from '../../../src/services/context.ts';
 import { DEMO_XPUB } from '../../../src/services/demo.ts';
-import { runTill, TILL, tillJson } from '../../helpers/cli.ts';
+import { otherUser, runTill, TILL, tillJson } from '../../helpers/cli.ts';
 import { testTpub, testXpub } from '../../helpers/keys.ts';
 import { tempDir } from '../../helpers/temp.ts';
 import { runTillOnTerminal } from '../../helpers/terminal.ts';
@@ -105,6 +105,29 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     const r = await runTill(['store', 'list'], { dataDir });
     assert.equal(r.code, 1);
     assert.match(r.stderr, /database: unable to open database file: can this user read and write the data directory and every file in it\?/);
+  });
+
+  test('a data dir another user owns: commands say to run as its owner, not that there is no database', async (t) => {
+    const other = await otherUser();
+    if ('skip' in other) return t.skip(other.skip);
+    const parent = tempDir(t); // 0700, this user's: the other user cannot look in
+    const dataDir = join(parent, 'data');
+    await tillJson(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir });
+    for (const args of [['store', 'list'], ['deliveries', 'list'], ['backup', '--out', tempDir(t)]]) {
+      const r = await runTill(args, { dataDir, user: other.user });
+      assert.equal(r.code, 1, args[0]);
+      assert.equal(r.stderr, `till: cannot look in the data directory ${dataDir} (EACCES): run till as the user that owns it\n`, args.join(' '));
+    }
+    // One it may look in but not write: serve and init cannot make their files there.
+    chmodSync(parent, 0o755);
+    const empty = join(parent, 'empty');
+    mkdirSync(empty, { mode: 0o755 });
+    for (const [args, file] of [[['serve', '--port', '0', '--demo'], 'till.db'], [['init', '--yes'], 'till.toml']] as const) {
+      const r = await runTill([...args], { dataDir: empty, user: other.user });
+      assert.equal(r.code, 1, args[0]);
+      assert.equal(r.stderr, `till: cannot open ${join(empty, file)} (EACCES): can this user read and write the data directory and every file in it?\n`, args[0]);
+    }
+    assert.deepEqual(readdirSync(empty), []);
   });
 
   test('a data directory that cannot be made: the error names it and the setting', async (t) => {
