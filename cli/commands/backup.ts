@@ -31,7 +31,19 @@ function makePartialFolder(out: string, now: number): string {
   } catch (err) {
     throw new ConfigError(`cannot create --out ${out} (${(err as NodeJS.ErrnoException).code}): give a folder this user can write in`);
   }
-  return mkdtempSync(resolve(out, `.till-backup-${stamp(now)}-`));
+  try {
+    return mkdtempSync(resolve(out, `.till-backup-${stamp(now)}-`));
+  } catch (err) {
+    // A folder made by root, say, for a backup run as the till user.
+    throw new ConfigError(`cannot write in --out ${out} (${(err as NodeJS.ErrnoException).code}): give a folder this user can write in`);
+  }
+}
+
+/** A full disk where the backup goes, said as such: SQLite's own words ("database or disk is full") do not say which disk. */
+function explainWriteError(err: unknown, out: string): unknown {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'SQLITE_FULL' || code === 'ENOSPC' || code === 'EDQUOT') return new ConfigError(`no space left for the backup in --out ${out} (${code}): nothing was written; free some, or give another folder`);
+  return err;
 }
 
 /** Gives a complete backup its name; two backups in one second (a script, a retry) get -2, -3, … */
@@ -124,7 +136,7 @@ export function backupCommand(): Command {
       } catch (err) {
         // Whole or not at all: a folder without its key would restore unreadable secrets.
         rmSync(partial, { recursive: true, force: true });
-        throw err;
+        throw explainWriteError(err, out);
       } finally {
         db.close();
       }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { spawn } from 'node:child_process';
-import { hostname } from 'node:os';
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -500,6 +500,48 @@ describe('till backup', () => {
     const proc = await runTill(['backup', '--out', '/proc/till-backup-test/x'], { dataDir });
     assert.equal(proc.code, 1);
     assert.equal(proc.stderr, 'till: cannot create --out /proc/till-backup-test/x (ENOENT): give a folder this user can write in\n');
+  });
+
+  test('--out this user cannot write in (made by root for the till user\'s nightly backup): one clear line, nothing left', async (t) => {
+    const other = await otherUser();
+    if ('skip' in other) return t.skip(other.skip);
+    const parent = tempDir(t);
+    chmodSync(parent, 0o755);
+    const dataDir = join(parent, 'data');
+    mkdirSync(dataDir, { mode: 0o700 });
+    chownSync(dataDir, other.user.uid, other.user.gid);
+    await runTill(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir, user: other.user });
+    const out = join(parent, 'backups');
+    mkdirSync(out, { mode: 0o755 });
+    const r = await runTill(['backup', '--out', out], { dataDir, user: other.user });
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr, `till: cannot write in --out ${out} (EACCES): give a folder this user can write in\n`);
+    assert.deepEqual(readdirSync(out), []);
+  });
+
+  test('a full disk where the backup goes: said as such, and no folder, whole or partial, is left', async (t) => {
+    const dataDir = tempDir(t);
+    await tillJson(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir });
+    // ~2 MB of rows, more than the 1 MB file system below holds.
+    const db = new Database(databasePath(dataDir));
+    const fill = db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)');
+    db.transaction(() => { for (let i = 0; i < 500; i++) fill.run(`test-fill-${i}`, 'x'.repeat(4000)); })();
+    db.close();
+    const out = mkdtempSync(join(tmpdir(), 'till-test-full-'));
+    try {
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', out], { stdio: 'ignore' });
+    } catch {
+      rmSync(out, { recursive: true });
+      return t.skip('cannot mount a small tmpfs here (needs root and CAP_SYS_ADMIN)');
+    }
+    t.after(() => {
+      execFileSync('umount', [out]);
+      rmSync(out, { recursive: true });
+    });
+    const r = await runTill(['backup', '--out', out], { dataDir });
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr, `till: no space left for the backup in --out ${out} (SQLITE_FULL): nothing was written; free some, or give another folder\n`);
+    assert.deepEqual(readdirSync(out), []);
   });
 
   test('two backups in one second each get their folder; one of a data dir without secret.key says what that means', async (t) => {
