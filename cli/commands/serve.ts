@@ -7,7 +7,7 @@ import { seedDemo, writeDemoSettings } from '../../src/services/demo.ts';
 import { configFrom } from '../context.ts';
 import { fail, TILL_COMMAND } from '../output.ts';
 
-/** How long requests under way at SIGTERM/SIGINT may take to finish before their connections are cut. */
+/** How long requests under way at SIGTERM/SIGINT/SIGHUP may take to finish before their connections are cut. */
 const SHUTDOWN_GRACE_MS = 5_000;
 
 export function serveCommand(): Command {
@@ -22,6 +22,8 @@ export function serveCommand(): Command {
       const onSignal = () => (shutdown ? void shutdown() : (stopAsked = true));
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
+      // A closed terminal or ssh session: Till has nothing to reload, so it stops the same clean way rather than dying mid-request.
+      process.on('SIGHUP', onSignal);
       const config = configFrom(this, { demo: this.opts().demo });
       const rt = createRuntime(config, {
         onFatal: (message) => {

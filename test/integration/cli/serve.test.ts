@@ -231,3 +231,17 @@ test('SIGTERM: a request under way still gets its answer (a second signal meanwh
   for (let i = 0; i < 10 && !(await reader.read()).done; i++);
   assert.equal(await till.exited, 0, till.errors());
 });
+
+test('SIGHUP (the terminal or ssh session it was started from closes): Till stops as on SIGTERM, streams ended, exit 0', async (t) => {
+  const till = await startServe(tempDir(t));
+  t.after(() => till.crash());
+  const headers = { authorization: `Bearer ${till.key}`, 'content-type': 'application/json' };
+  const inv = await (await fetch(`${till.url}/v1/invoices`, { method: 'POST', headers, body: '{"amount_sats":1000}' })).json();
+  const events = await fetch(`${till.url}/pay/invoices/${inv.id}/events`);
+  const reader = events.body!.getReader();
+  await reader.read();
+  till.signal('SIGHUP');
+  // The stream ends as Till stops (cut by the default action, the read would reject).
+  for (let i = 0; i < 10 && !(await reader.read()).done; i++);
+  assert.equal(await till.exited, 0, till.errors());
+});
