@@ -6,6 +6,7 @@ import { UPGRADE_NOTICE } from './db/migrate.ts';
 import { openWalSync } from './db/wal-sync.ts';
 import { healthReport, type HealthReport } from './health.ts';
 import { createLogger, type Logger } from './log.ts';
+import { listLoosePermissions } from './loose-permissions.ts';
 import { parseRateSources } from './rates/provider.ts';
 import { RateService, type StoredRate } from './rates/rate-service.ts';
 import { refillAddressPool } from './services/address-pool.ts';
@@ -87,6 +88,8 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
     db.close();
     throw err;
   }
+  const loose = listLoosePermissions(config.dataDir);
+  if (loose.length) logger.warn({ files: loose }, `other users may read ${loose.join(', ')} in the data directory: chmod 600 them (key hashes, sealed webhook secrets and the key that opens them)`);
   // The group commits' fsync off the event loop (docs/DECISIONS.md); with
   // synchronous=NORMAL configured there is no fsync to move.
   const walSync = config.synchronous === 'FULL' ? openWalSync(db) : null;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { connect, createServer, type AddressInfo } from 'node:net';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { chmodSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -244,4 +244,18 @@ test('SIGHUP (the terminal or ssh session it was started from closes): Till stop
   // The stream ends as Till stops (cut by the default action, the read would reject).
   for (let i = 0; i < 10 && !(await reader.read()).done; i++);
   assert.equal(await till.exited, 0, till.errors());
+});
+
+test('a data dir whose secret files others may read (a restore by cp, an archive) is started, with a warning naming them', async (t) => {
+  const dataDir = tempDir(t);
+  const first = await startServe(dataDir, { logLevel: 'warn' });
+  await first.stop();
+  assert.doesNotMatch(first.output(), /other users may read/, 'Till makes them 0600');
+  chmodSync(join(dataDir, 'secret.key'), 0o644);
+  chmodSync(join(dataDir, 'till.toml'), 0o640);
+  const second = await startServe(dataDir, { logLevel: 'warn', seeded: true });
+  t.after(() => second.crash());
+  // Stopped, its log is all out.
+  await second.stop();
+  assert.match(second.output(), /"files":\["secret\.key \(0644\)","till\.toml \(0640\)"\],"msg":"other users may read secret\.key \(0644\), till\.toml \(0640\) in the data directory: chmod 600 them/);
 });
