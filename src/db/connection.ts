@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { closeSync, openSync, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, openSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeDirs } from '../make-dirs.ts';
 import { migrate, schemaVersion } from './migrate.ts';
@@ -57,6 +57,20 @@ export function makeDataDir(dataDir: string): void {
 }
 
 /**
+ * A data dir on a read-only mount (systemd's ProtectSystem=strict outside the
+ * unit's ReadWritePaths=, say) is said as such: SQLite only says it cannot open
+ * the file, which sends one checking permissions that are fine.
+ */
+function assertWritableFileSystem(dataDir: string): void {
+  try {
+    accessSync(dataDir, constants.W_OK);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EROFS') return;
+    throw new NoDatabaseError(`the data directory ${dataDir} is on a read-only file system, and Till writes there (under systemd: name it in the unit's ReadWritePaths=)`);
+  }
+}
+
+/**
  * Opens the data directory's database with Till's pragmas and brings its
  * schema up to date. WAL lets the CLI write while the server reads;
  * synchronous=FULL makes "the API said it exists" mean "it is on disk" (the
@@ -65,6 +79,7 @@ export function makeDataDir(dataDir: string): void {
 export function openDatabase(dataDir: string, opts: OpenOptions = {}): Db {
   if (opts.mustExist) assertDatabaseExists(dataDir);
   makeDataDir(dataDir);
+  assertWritableFileSystem(dataDir);
   createPrivately(databasePath(dataDir));
   const db = new Database(databasePath(dataDir), { timeout: opts.busyTimeoutMs ?? 5000 });
   try {

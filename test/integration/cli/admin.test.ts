@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { execFileSync, spawn } from 'node:child_process';
-import { hostname, tmpdir } from 'node:os';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -13,7 +13,7 @@ import { createContext } from '../../../src/services/context.ts';
 import { DEMO_XPUB } from '../../../src/services/demo.ts';
 import { otherUser, runTill, TILL, tillJson } from '../../helpers/cli.ts';
 import { testTpub, testXpub } from '../../helpers/keys.ts';
-import { tempDir } from '../../helpers/temp.ts';
+import { tempDir, tempMount } from '../../helpers/temp.ts';
 import { runTillOnTerminal } from '../../helpers/terminal.ts';
 
 const REGTEST = { TILL_NETWORK: 'regtest' };
@@ -128,6 +128,19 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
       assert.equal(r.stderr, `till: cannot open ${join(empty, file)} (EACCES): can this user read and write the data directory and every file in it?\n`, args[0]);
     }
     assert.deepEqual(readdirSync(empty), []);
+  });
+
+  test('a data dir on a read-only mount (outside a systemd unit\'s ReadWritePaths=): said as such, not as permissions', async (t) => {
+    const mount = tempMount(t, 4);
+    if (!mount) return t.skip('cannot mount a tmpfs here (needs root and CAP_SYS_ADMIN)');
+    const dataDir = join(mount, 'data');
+    await tillJson(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir });
+    execFileSync('mount', ['-o', 'remount,ro', mount]); // unmounted as it is when the test ends
+    for (const args of [['serve', '--port', '0'], ['store', 'list']]) {
+      const r = await runTill(args, { dataDir });
+      assert.equal(r.code, 1, args[0]);
+      assert.equal(r.stderr, `till: the data directory ${dataDir} is on a read-only file system, and Till writes there (under systemd: name it in the unit's ReadWritePaths=)\n`, args[0]);
+    }
   });
 
   test('a data directory that cannot be made: the error names it and the setting', async (t) => {
@@ -527,17 +540,8 @@ describe('till backup', () => {
     const fill = db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)');
     db.transaction(() => { for (let i = 0; i < 500; i++) fill.run(`test-fill-${i}`, 'x'.repeat(4000)); })();
     db.close();
-    const out = mkdtempSync(join(tmpdir(), 'till-test-full-'));
-    try {
-      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', out], { stdio: 'ignore' });
-    } catch {
-      rmSync(out, { recursive: true });
-      return t.skip('cannot mount a small tmpfs here (needs root and CAP_SYS_ADMIN)');
-    }
-    t.after(() => {
-      execFileSync('umount', [out]);
-      rmSync(out, { recursive: true });
-    });
+    const out = tempMount(t, 1);
+    if (!out) return t.skip('cannot mount a small tmpfs here (needs root and CAP_SYS_ADMIN)');
     const r = await runTill(['backup', '--out', out], { dataDir });
     assert.equal(r.code, 1);
     assert.equal(r.stderr, `till: no space left for the backup in --out ${out} (SQLITE_FULL): nothing was written; free some, or give another folder\n`);
