@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { openSecretBox, SECRET_KEY_FILE, SecretKeyError } from '../../src/auth/secret-box.ts';
 import { systemClock } from '../../src/clock.ts';
 import { CONFIG_FILES, ConfigError } from '../../src/config.ts';
-import { assertDatabaseExists, databasePath } from '../../src/db/connection.ts';
+import { assertDatabaseExists, databasePath, refuseStaleWal } from '../../src/db/connection.ts';
 import { createWebhookEndpointsRepo } from '../../src/db/webhook-endpoints.ts';
 import { makeDirs } from '../../src/make-dirs.ts';
 import { dropServerLease } from '../../src/services/server-lease.ts';
@@ -101,6 +101,7 @@ export function backupCommand(): Command {
       // Read-only, as it is: a backup taken before an upgrade keeps the old
       // schema, and a mistyped --data-dir is an error, not an empty database.
       assertDatabaseExists(config.dataDir);
+      refuseStaleWal(config.dataDir);
       const db = new Database(databasePath(config.dataDir), { readonly: true, fileMustExist: true, timeout: config.busyTimeoutMs });
       const now = systemClock.now();
       const out = this.opts().out;

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { accessSync, closeSync, constants, openSync, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeDirs } from '../make-dirs.ts';
 import { migrate, schemaVersion } from './migrate.ts';
@@ -57,6 +57,35 @@ export function makeDataDir(dataDir: string): void {
 }
 
 /**
+ * A till.db copied in (a restored backup) beside the -wal of the database it
+ * replaced: SQLite would replay that WAL over it at the first open, by any
+ * program, and leave it corrupt ("database disk image is malformed"). Till
+ * keeps its database in WAL mode, so a file in rollback mode (header bytes 18
+ * and 19, which `VACUUM INTO` and so `till backup` write as 1) was copied in,
+ * and a WAL with frames beside it is another database's. Checked before SQLite
+ * opens the file.
+ */
+export function refuseStaleWal(dataDir: string): void {
+  const wal = `${databasePath(dataDir)}-wal`;
+  if (!(statSync(wal, { throwIfNoEntry: false })?.size)) return;
+  const header = Buffer.alloc(20);
+  let fd: number;
+  try {
+    fd = openSync(databasePath(dataDir), 'r');
+  } catch {
+    return; // None to protect, or unreadable: opening it says why.
+  }
+  try {
+    if (readSync(fd, header, 0, 20, 0) < 20) return;
+  } finally {
+    closeSync(fd);
+  }
+  if (header[18] === 1 && header[19] === 1) {
+    throw new NoDatabaseError(`${wal} belongs to the database that ${DB_FILE} replaced (a restored backup?): SQLite would replay it over the restored file and corrupt it. Delete ${wal} and ${databasePath(dataDir)}-shm, then run the command again (docs/CONFIG.md, Backups)`);
+  }
+}
+
+/**
  * A data dir on a read-only mount (systemd's ProtectSystem=strict outside the
  * unit's ReadWritePaths=, say) is said as such: SQLite only says it cannot open
  * the file, which sends one checking permissions that are fine.
@@ -80,6 +109,7 @@ export function openDatabase(dataDir: string, opts: OpenOptions = {}): Db {
   if (opts.mustExist) assertDatabaseExists(dataDir);
   makeDataDir(dataDir);
   assertWritableFileSystem(dataDir);
+  refuseStaleWal(dataDir);
   createPrivately(databasePath(dataDir));
   const db = new Database(databasePath(dataDir), { timeout: opts.busyTimeoutMs ?? 5000 });
   try {

@@ -548,6 +548,31 @@ describe('till backup', () => {
     assert.deepEqual(readdirSync(out), []);
   });
 
+  test('a backup copied in beside the old database\'s WAL (a restore that skipped deleting till.db-wal) is refused, and left whole', async (t) => {
+    const dataDir = tempDir(t);
+    await tillJson(['store', 'create', '--name', 'Before', '--mode', 'test'], { dataDir });
+    const backup = await tillJson(['backup', '--out', tempDir(t)], { dataDir });
+    // The old database goes on, and stops (killed, say) with its changes still in its WAL.
+    const db = new Database(databasePath(dataDir));
+    db.pragma('wal_autocheckpoint = 0');
+    for (let i = 0; i < 50; i++) db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)').run(`test-after-${i}`, 'x'.repeat(2000));
+    const wal = readFileSync(`${databasePath(dataDir)}-wal`);
+    db.close();
+    writeFileSync(`${databasePath(dataDir)}-wal`, wal);
+    copyFileSync(join(backup.path, 'till.db'), databasePath(dataDir));
+    for (const args of [['store', 'list'], ['serve', '--port', '0'], ['backup', '--out', tempDir(t)]]) {
+      const r = await runTill(args, { dataDir });
+      assert.equal(r.code, 1, args[0]);
+      assert.match(r.stderr, /till\.db-wal belongs to the database that till\.db replaced \(a restored backup\?\): .* Delete .*till\.db-wal and .*till\.db-shm, then run the command again/, args[0]);
+    }
+    assert.deepEqual(readFileSync(databasePath(dataDir)), readFileSync(join(backup.path, 'till.db')), 'the restored file is as the backup wrote it');
+    // Done as CONFIG.md says, the restore opens.
+    rmSync(`${databasePath(dataDir)}-wal`);
+    rmSync(`${databasePath(dataDir)}-shm`, { force: true });
+    const stores = await tillJson(['store', 'list'], { dataDir });
+    assert.deepEqual(stores.map((x: { name: string }) => x.name), ['Before']);
+  });
+
   test('two backups in one second each get their folder; one of a data dir without secret.key says what that means', async (t) => {
     const dataDir = tempDir(t);
     const out = tempDir(t);
