@@ -18,6 +18,6 @@ buildProgram()
     if (code === 'SQLITE_CANTOPEN' || code === 'SQLITE_READONLY') fail(`database: ${(err as Error).message}: can this user read and write the data directory and every file in it?`);
     if (code === 'SQLITE_BUSY' || code === 'SQLITE_NOTADB') fail(`database: ${(err as Error).message}`);
     // The same, met by a file call (till.db made in a folder this user cannot write, till.toml, secret.key).
-    if (code === 'EACCES' || code === 'EPERM') fail(`cannot open ${(err as NodeJS.ErrnoException).path} (${code}): can this user read and write the data directory and every file in it?`);
+    if (code === 'EACCES' || code === 'EPERM') fail(`cannot open ${(err as NodeJS.ErrnoException).path ?? 'a file'} (${code}): can this user read and write the data directory and every file in it?`);
     fail(`unexpected error: ${(err as Error).message}`);
   });
