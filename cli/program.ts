@@ -45,7 +45,11 @@ export function buildProgram(): Command {
   const showGlobals = (cmd: Command): void => {
     cmd.configureHelp({ showGlobalOptions: true });
     cmd.addHelpText('after', HIDDEN_SETTINGS);
-    cmd.configureOutput({ writeErr: (text) => process.stderr.write(redactPrivateKeys(text)) });
+    cmd.configureOutput({
+      writeErr: (text) => process.stderr.write(redactPrivateKeys(text)),
+      // Usage errors (commander's, and this.error's in the commands) read as every other error: "till: …".
+      outputError: (text, write) => write(`till: ${text.replace(/^error: /, '')}`),
+    });
     cmd.commands.forEach(showGlobals);
   };
   showGlobals(program);

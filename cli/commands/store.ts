@@ -75,6 +75,8 @@ export function storeCommand(): Command {
       .addOption(new Option('--mode <mode>', 'live or test').argParser(parseChoice('--mode', STORE_MODES))),
   ).action(function (this: Command, id: string) {
     const o = this.opts();
+    // "updated" for a command that changed nothing would hide a forgotten or misspelt option.
+    if (Object.keys(o).length === 0) this.error(`give a setting to change (${this.options.map((opt) => opt.long).join(', ')})`);
     const store = storeView(withContext(this, (ctx) => updateStore(ctx, id, settingsFrom(o))));
     emit(this.optsWithGlobals(), store, () => `updated ${describe(store)}`);
   });

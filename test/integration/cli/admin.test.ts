@@ -66,6 +66,9 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     ['unknown store', ['store', 'show', 'sto_nope'], /no store sto_nope/],
     ['unknown command', ['stores'], /unknown command 'stores'/],
     ['bad config', ['--port', 'eighty', 'store', 'list'], /--port must be an integer/],
+    ['replay of nothing', ['deliveries', 'replay'], /give a delivery id or --all-dead/],
+    ['rotate without a store', ['webhooks', 'rotate'], /give --store <id> with --endpoint <id> or --callback/],
+    ['store set with nothing to set', ['store', 'set', 'sto_x'], /give a setting to change \(--name, --mode, --confirmations, /],
   ];
   for (const [name, args, message] of badInvocations) {
     test(`bad input: ${name} → non-zero exit, one clear line on stderr, nothing written`, async (t) => {
@@ -74,6 +77,7 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
       const r = await runTill(args, { dataDir });
       assert.notEqual(r.code, 0);
       assert.match(r.stderr, message);
+      assert.match(r.stderr, /^till: /, 'worded as every other error');
       assert.equal(r.stdout, '');
       const list = await tillJson(['store', 'list'], { dataDir });
       assert.deepEqual(list, []);
