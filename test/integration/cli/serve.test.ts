@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { connect, createServer, type AddressInfo } from 'node:net';
 import { chmodSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
 import { databasePath } from '../../../src/db/connection.ts';
 import { LEASE_RENEW_MS, LEASE_TTL_MS } from '../../../src/services/server-lease.ts';
@@ -202,7 +202,8 @@ test('a serve whose lease was taken over while it was paused stops, naming the o
   assert.equal(JSON.parse(db.prepare("SELECT value FROM meta WHERE key = 'server_lease'").pluck().get() as string).pid, second.pid);
 });
 
-test('SIGTERM: a request under way still gets its answer (a second signal meanwhile too), checkout streams end, then Till exits 0', async (t) => {
+/** A started `till serve` with an invoice whose checkout event stream is open (its first message read). */
+async function startServeWithStream(t: TestContext) {
   const till = await startServe(tempDir(t));
   t.after(() => till.crash());
   const headers = { authorization: `Bearer ${till.key}`, 'content-type': 'application/json' };
@@ -210,6 +211,11 @@ test('SIGTERM: a request under way still gets its answer (a second signal meanwh
   const events = await fetch(`${till.url}/pay/invoices/${inv.id}/events`);
   const reader = events.body!.getReader();
   assert.match(new TextDecoder().decode((await reader.read()).value), /^retry:|event:|data:/m);
+  return { till, headers, reader };
+}
+
+test('SIGTERM: a request under way still gets its answer (a second signal meanwhile too), checkout streams end, then Till exits 0', async (t) => {
+  const { till, headers, reader } = await startServeWithStream(t);
 
   // A creation whose body is still coming when the signal arrives.
   const body = '{"amount_sats":2000}';
@@ -233,13 +239,7 @@ test('SIGTERM: a request under way still gets its answer (a second signal meanwh
 });
 
 test('SIGHUP (the terminal or ssh session it was started from closes): Till stops as on SIGTERM, streams ended, exit 0', async (t) => {
-  const till = await startServe(tempDir(t));
-  t.after(() => till.crash());
-  const headers = { authorization: `Bearer ${till.key}`, 'content-type': 'application/json' };
-  const inv = await (await fetch(`${till.url}/v1/invoices`, { method: 'POST', headers, body: '{"amount_sats":1000}' })).json();
-  const events = await fetch(`${till.url}/pay/invoices/${inv.id}/events`);
-  const reader = events.body!.getReader();
-  await reader.read();
+  const { till, reader } = await startServeWithStream(t);
   till.signal('SIGHUP');
   // The stream ends as Till stops (cut by the default action, the read would reject).
   for (let i = 0; i < 10 && !(await reader.read()).done; i++);
