@@ -88,6 +88,12 @@ function describe(inv) {
     }
     default:
       if (got >= due) return { state: 'detected', title: 'Payment detected', detail: waiting };
+      // Past expires_at on the server's clock, not yet expired there (its next check, or a live invoice while Till
+      // catches up with the chain): a payment sent now would be late, so none is asked for.
+      if (Date.parse(inv.expires_at) <= Date.now() + clockOffsetMs) {
+        const held = got > 0 ? `Received ${btc(got)} of ${btc(due)} BTC. ` : '';
+        return { state: 'expired', title: 'Time is up', detail: `${held}Do not send a payment now: it would arrive after the invoice expired. Checking for payments already sent…` };
+      }
       if (got > 0) {
         return { state: 'partial', title: 'Partly paid', detail: `Received ${btc(got)} of ${btc(due)} BTC. Send the remaining ${btc(due - got)} BTC.` };
       }
@@ -135,9 +141,10 @@ function renderStore(store, livemode) {
 }
 
 function render(inv) {
+  // Only a snapshot just received says the server's time now (render(current) shows the same one again).
+  if (inv !== current) clockOffsetMs = Date.parse(inv.server_time) - Date.now();
   current = inv;
   renders++;
-  clockOffsetMs = Date.parse(inv.server_time) - Date.now();
   const { state, title, detail } = describe(inv);
   main.dataset.state = state;
   main.setAttribute('aria-busy', 'false');
@@ -192,6 +199,8 @@ function updateCountdown() {
   }
   countdownTimer ??= setInterval(updateCountdown, 1000);
   const left = Math.max(0, Date.parse(inv.expires_at) - (Date.now() + clockOffsetMs));
+  // The moment time is up, the page stops asking for a payment (describe says why).
+  if (left === 0 && (main.dataset.state === 'pending' || main.dataset.state === 'partial')) return render(inv);
   const s = Math.floor(left / 1000);
   const hh = Math.floor(s / 3600);
   const mm = String(Math.floor((s % 3600) / 60)).padStart(hh ? 2 : 1, '0');

@@ -60,11 +60,13 @@ export async function openCheckout(
   id: string,
   query = '',
   viewport: { width: number; height: number } = PHONE,
-  { javaScriptEnabled = true } = {},
+  { javaScriptEnabled = true, fakeClock = false } = {},
 ): Promise<OpenPage> {
   const context = await browser.newContext({ viewport, deviceScaleFactor: 1, javaScriptEnabled });
   t.after(() => context.close());
   const page = await context.newPage();
+  // The page's own clock, moved by the test (page.clock.fastForward); the server's is the till's.
+  if (fakeClock) await page.clock.install();
   page.setDefaultTimeout(8000);
   const problems: string[] = [];
   page.on('console', (m) => m.type() === 'error' && problems.push(`${m.text()} (${m.location().url})`));

@@ -185,6 +185,25 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     assert.doesNotMatch(await page.locator('main').ariaSnapshot(), /[Ss]can/);
   });
 
+  test('when time is up on an invoice the server has not expired yet (Till catching up with the chain), the page no longer asks for a payment', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store, { amount_sats: 10_000, expires_in_minutes: 5 });
+    const { page } = await openCheckout(t, till, inv.id, '', PHONE, { fakeClock: true });
+    await expectStatus(page, 'Waiting for payment');
+    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1, 'the page to subscribe');
+    await receivePayment(till, inv.id, 4_000);
+    await expectStatus(page, 'Partly paid');
+    assert.ok(await page.locator('#qr').isVisible());
+    // The page's clock passes expires_at; the till's does not move, so the invoice stays pending there.
+    await page.clock.fastForward('05:01');
+    await expectStatus(page, 'Time is up');
+    assert.match((await page.locator('#status-detail').textContent()) ?? '', /Received 0\.00004000 of 0\.00010000 BTC\. Do not send a payment now/);
+    assert.equal(await page.locator('#qr').isVisible(), false, 'no code to scan');
+    assert.equal(await page.locator('#open-wallet').isVisible(), false, 'no wallet link');
+    assert.equal((await call(till, 'GET', `/v1/invoices/${inv.id}`, { key: store.key })).body.status, 'pending');
+  });
+
   test('an invoice cancelled after a partial payment tells the buyer what was received', async (t) => {
     const till = await startTestTill(t);
     const store = setupStore(till);
