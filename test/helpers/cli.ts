@@ -10,14 +10,20 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the real `till` CLI as a child process on the pinned Node. */
-export function runTill(args: string[], opts: { dataDir?: string; env?: Record<string, string>; timeoutMs?: number; user?: { uid: number; gid: number } } = {}): Promise<CliResult> {
+/** Runs root's commands without its capabilities: files of another owner are as closed to them as to any user. */
+const POWERLESS = ['setpriv', '--bounding-set=-all', '--inh-caps=-all'];
+
+/**
+ * Runs the real `till` CLI as a child process on the pinned Node; `powerless`:
+ * without root's capabilities (see powerlessRoot).
+ */
+export function runTill(args: string[], opts: { dataDir?: string; env?: Record<string, string>; timeoutMs?: number; powerless?: boolean } = {}): Promise<CliResult> {
   const fullArgs = opts.dataDir ? ['--data-dir', opts.dataDir, ...args] : args;
+  const [command, ...argv] = [...(opts.powerless ? POWERLESS : []), process.execPath, TILL, ...fullArgs];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [TILL, ...fullArgs], {
+    const child = spawn(command!, argv, {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', TILL_LOG_LEVEL: 'silent', ...opts.env },
       stdio: ['ignore', 'pipe', 'pipe'],
-      ...opts.user,
     });
     let stdout = '';
     let stderr = '';
@@ -50,12 +56,16 @@ export function runTillBeside(
 }
 
 /**
- * A user other than the one whose files a test makes (root ignores permissions, so a root test runs the
- * command as nobody), or why there is none: a checkout that user cannot read, or a non-root runner.
+ * Null when commands can run as root without its capabilities (runTill's
+ * `powerless`), so a test can meet files of another owner (chown them to
+ * OTHER_UID) as a wrong user would; else why not: root ignores permissions,
+ * and only root can give files away.
  */
-export async function otherUser(): Promise<{ user: { uid: number; gid: number } } | { skip: string }> {
-  if (process.getuid?.() !== 0) return { skip: 'not root: cannot run a command as another user' };
-  const user = { uid: 65534, gid: 65534 };
-  const probe = await runTill(['--version'], { user });
-  return probe.code === 0 ? { user } : { skip: `user 65534 cannot run this checkout's CLI: ${probe.stderr.trim()}` };
+export async function powerlessRoot(): Promise<string | null> {
+  if (process.getuid?.() !== 0) return 'not root: cannot give files to another user';
+  const probe = await runTill(['--version'], { powerless: true }).catch((err: Error) => ({ code: null, stderr: err.message }));
+  return probe.code === 0 ? null : `setpriv cannot drop root's capabilities here: ${probe.stderr.trim()}`;
 }
+
+/** The owner of the files a test gives away (nobody). */
+export const OTHER_UID = 65534;

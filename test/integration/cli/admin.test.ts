@@ -11,7 +11,7 @@ import { databasePath, openDatabase } from '../../../src/db/connection.ts';
 import { MIGRATIONS } from '../../../src/db/migrations/index.ts';
 import { createContext } from '../../../src/services/context.ts';
 import { DEMO_XPUB } from '../../../src/services/demo.ts';
-import { otherUser, runTill, TILL, tillJson } from '../../helpers/cli.ts';
+import { OTHER_UID, powerlessRoot, runTill, TILL, tillJson } from '../../helpers/cli.ts';
 import { testTpub, testXpub } from '../../helpers/keys.ts';
 import { tempDir, tempMount } from '../../helpers/temp.ts';
 import { runTillOnTerminal } from '../../helpers/terminal.ts';
@@ -112,22 +112,22 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
   });
 
   test('a data dir another user owns: commands say to run as its owner, not that there is no database', async (t) => {
-    const other = await otherUser();
-    if ('skip' in other) return t.skip(other.skip);
-    const parent = tempDir(t); // 0700, this user's: the other user cannot look in
-    const dataDir = join(parent, 'data');
+    const cannot = await powerlessRoot();
+    if (cannot) return t.skip(cannot);
+    const dataDir = join(tempDir(t), 'data');
     await tillJson(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir });
+    execFileSync('chown', ['-R', `${OTHER_UID}:${OTHER_UID}`, dataDir]); // 0700: its owner's alone
     for (const args of [['store', 'list'], ['deliveries', 'list'], ['backup', '--out', tempDir(t)]]) {
-      const r = await runTill(args, { dataDir, user: other.user });
+      const r = await runTill(args, { dataDir, powerless: true });
       assert.equal(r.code, 1, args[0]);
       assert.equal(r.stderr, `till: cannot look in the data directory ${dataDir} (EACCES): run till as the user that owns it\n`, args.join(' '));
     }
     // One it may look in but not write: serve and init cannot make their files there.
-    chmodSync(parent, 0o755);
-    const empty = join(parent, 'empty');
+    const empty = join(tempDir(t), 'empty');
     mkdirSync(empty, { mode: 0o755 });
+    chownSync(empty, OTHER_UID, OTHER_UID);
     for (const [args, file] of [[['serve', '--port', '0', '--demo'], 'till.db'], [['init', '--yes'], 'till.toml']] as const) {
-      const r = await runTill([...args], { dataDir: empty, user: other.user });
+      const r = await runTill([...args], { dataDir: empty, powerless: true });
       assert.equal(r.code, 1, args[0]);
       assert.equal(r.stderr, `till: cannot open ${join(empty, file)} (EACCES): can this user read and write the data directory and every file in it?\n`, args[0]);
     }
@@ -519,18 +519,15 @@ describe('till backup', () => {
     assert.equal(proc.stderr, 'till: cannot create --out /proc/till-backup-test/x (ENOENT): give a folder this user can write in\n');
   });
 
-  test('--out this user cannot write in (made by root for the till user\'s nightly backup): one clear line, nothing left', async (t) => {
-    const other = await otherUser();
-    if ('skip' in other) return t.skip(other.skip);
-    const parent = tempDir(t);
-    chmodSync(parent, 0o755);
-    const dataDir = join(parent, 'data');
-    mkdirSync(dataDir, { mode: 0o700 });
-    chownSync(dataDir, other.user.uid, other.user.gid);
-    await runTill(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir, user: other.user });
-    const out = join(parent, 'backups');
+  test('--out this user cannot write in (made by another user, say root for the till user\'s nightly backup): one clear line, nothing left', async (t) => {
+    const cannot = await powerlessRoot();
+    if (cannot) return t.skip(cannot);
+    const dataDir = tempDir(t);
+    await tillJson(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir });
+    const out = join(tempDir(t), 'backups');
     mkdirSync(out, { mode: 0o755 });
-    const r = await runTill(['backup', '--out', out], { dataDir, user: other.user });
+    chownSync(out, OTHER_UID, OTHER_UID);
+    const r = await runTill(['backup', '--out', out], { dataDir, powerless: true });
     assert.equal(r.code, 1);
     assert.equal(r.stderr, `till: cannot write in --out ${out} (EACCES): give a folder this user can write in\n`);
     assert.deepEqual(readdirSync(out), []);
