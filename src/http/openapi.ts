@@ -339,6 +339,12 @@ export const OPENAPI_DOCUMENT = {
         },
       },
     },
+    '/checkout/': {
+      get: {
+        summary: 'A checkout link cut short before its id: the page (HTML), which says the invoice is not found; /checkout redirects here',
+        responses: { '308': { description: '/checkout redirects to checkout/ (the page\'s files are relative to it)' }, '404': { description: 'the page (HTML)' }, ...errors(FAILED_503) },
+      },
+    },
     '/stores/{id}/xpubs': { get: { summary: 'How to add a store\'s xpub with the CLI (text/plain): the page 409 no_active_xpub links to when no dashboard_url is set', parameters: [idParam('id', 'store id (sto_…)')], responses: { '200': { description: 'text/plain' }, ...errors('not_found', FAILED_503) } } },
     '/checkout/{id}/qr.svg': { get: { summary: 'QR code of the BIP21 payment URI', parameters: [invoiceId], responses: { '200': { description: 'SVG' }, ...errors('not_found', FAILED_503) } } },
     '/checkout/assets/{name}': { get: { summary: 'Checkout page assets', parameters: [idParam('name', 'asset file name')], responses: { '200': { description: 'asset' }, ...errors('not_found', FAILED_503) } } },

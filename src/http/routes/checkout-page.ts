@@ -46,18 +46,28 @@ export function registerCheckoutPage(app: H3, rt: Runtime): void {
     },
   });
 
+  const sendPage = (event: H3Event, known: boolean) => {
+    const page = readAsset('checkout/index.html');
+    if (!page) throw new Error('assets/checkout/index.html is missing from this build');
+    // An unknown invoice still gets the page (it says so in words), with a 404 status.
+    return sendAsset(event, page, { status: known ? 200 : 404, headers: PAGE_HEADERS });
+  };
+
   defineRoute(app, '/checkout/:id', {
     GET: (event) => {
-      // The page's files are relative (it may be served under a proxy's prefix): /checkout/<id>/ would look for them under the id.
+      // The page's files are relative (it may be served under a proxy's prefix): /checkout/<id>/ would look for them
+      // under the id. The segment goes back as it came, so one that does not decode (%zz) reaches the page too.
       if (event.url.pathname.endsWith('/')) {
-        return new Response(null, { status: 308, headers: { location: `../${encodeURIComponent(routeParam(event, 'id'))}${event.url.search}` } });
+        return new Response(null, { status: 308, headers: { location: `../${event.context.params!.id}${event.url.search}` } });
       }
-      const page = readAsset('checkout/index.html');
-      if (!page) throw new Error('assets/checkout/index.html is missing from this build');
-      // An unknown invoice still gets the page (it says so in words), with a 404 status.
-      const known = findInvoice(pageInvoiceId(event)) !== null;
-      return sendAsset(event, page, { status: known ? 200 : 404, headers: PAGE_HEADERS });
+      return sendPage(event, findInvoice(pageInvoiceId(event)) !== null);
     },
+  });
+
+  // A link cut short before its id: the page, which says the invoice is not found; from /checkout/, where its files
+  // resolve (the router takes /checkout for it too).
+  defineRoute(app, '/checkout/', {
+    GET: (event) => (event.url.pathname.endsWith('/') ? sendPage(event, false) : new Response(null, { status: 308, headers: { location: `checkout/${event.url.search}` } })),
   });
 
   defineRoute(app, '/checkout/:id/qr.svg', {

@@ -82,6 +82,21 @@ describe('GET /checkout/:id and its files', () => {
     }
   });
 
+  test('a link cut short or mangled still reaches the page (not a JSON error): /checkout/, /checkout, /checkout/%zz/', async (t) => {
+    const till = await startTestTill(t);
+    const cut = await fetch(`${till.url}/checkout/`);
+    assert.equal(cut.status, 404);
+    assert.match(cut.headers.get('content-type') ?? '', /^text\/html/);
+    assert.match(await cut.text(), /assets\/checkout\.js/);
+    const bare = await fetch(`${till.url}/checkout?x=1`, { redirect: 'manual' });
+    assert.deepEqual([bare.status, bare.headers.get('location')], [308, 'checkout/?x=1']);
+    const mangled = await fetch(`${till.url}/checkout/%zz/`, { redirect: 'manual' });
+    assert.deepEqual([mangled.status, mangled.headers.get('location')], [308, '../%zz']);
+    const followed = await fetch(`${till.url}/checkout/%zz/`);
+    assert.equal(followed.status, 404);
+    assert.match(followed.headers.get('content-type') ?? '', /^text\/html/);
+  });
+
   test('serves only the page files: anything else under assets is 404', async (t) => {
     const till = await startTestTill(t);
     for (const path of [
