@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { Agent } from 'undici';
+import { readBoundedText } from '../read-bounded.ts';
 
 // Bitcoin Core JSON-RPC over HTTP. Every answer is checked before use: a
 // malformed one is an RpcProtocolError (logged by the watcher, never a crash).
@@ -152,22 +153,14 @@ export const MAX_ANSWER_BYTES = 512 * 1024 * 1024;
 
 /** The answer's text, read within MAX_ANSWER_BYTES; a read cut short (the deadline, a lost connection) says so. */
 async function readAnswer(body: AsyncIterable<Uint8Array> | null, method: string, limit: number): Promise<string> {
-  if (!body) return '';
-  const decoder = new TextDecoder();
-  let text = '';
-  let bytes = 0;
+  let text: string | null;
   try {
-    // Leaving the loop (the throw) cancels the rest of the body.
-    for await (const chunk of body) {
-      bytes += chunk.byteLength;
-      if (bytes > limit) throw new RpcProtocolError(`bitcoind's answer to ${method} is larger than ${limit / 1024 / 1024} MiB: not read`);
-      text += decoder.decode(chunk, { stream: true });
-    }
-    return text + decoder.decode();
+    text = await readBoundedText(body, limit);
   } catch (err) {
-    if (err instanceof RpcProtocolError) throw err;
     throw new RpcUnavailableError(`bitcoind's answer to ${method} was cut short: ${(err as Error).message}`);
   }
+  if (text === null) throw new RpcProtocolError(`bitcoind's answer to ${method} is larger than ${limit / 1024 / 1024} MiB: not read`);
+  return text;
 }
 
 // Answer checks: one per shape Till reads.

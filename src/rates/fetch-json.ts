@@ -1,6 +1,7 @@
 // One GET to a price provider: bounded in time and size, and every way it can
 // go wrong becomes an Error that names the provider. Shared by the HTTP providers.
 import { parseRateToCents } from '../domain/money.ts';
+import { readBoundedText } from '../read-bounded.ts';
 import type { RateProvider } from './provider.ts';
 
 export const DEFAULT_TIMEOUT_MS = 5_000;
@@ -30,7 +31,7 @@ export async function fetchProviderJson(
       headers: { accept: 'application/json', 'user-agent': 'till' },
     });
     status = response.status;
-    if (status === 200) text = await readLimitedText(response);
+    if (status === 200) text = await readBoundedText(response.body, MAX_BODY_BYTES);
     else await response.body?.cancel();
   } catch (error) {
     if (signal.aborted) throw new Error(`${name}: request cancelled`, { cause: error });
@@ -73,20 +74,6 @@ export function resolveBaseUrl(name: string, baseUrl: string): string {
     throw new Error(`${name}: base URL must be http(s), got ${url.protocol}`);
   }
   return baseUrl.replace(/\/+$/, '');
-}
-
-/** The body as text, or null once it grows past MAX_BODY_BYTES. */
-async function readLimitedText(response: Response): Promise<string | null> {
-  if (!response.body) return '';
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  // Leaving the loop early cancels the stream, so a huge body is not drained.
-  for await (const chunk of response.body) {
-    size += chunk.byteLength;
-    if (size > MAX_BODY_BYTES) return null;
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 function describeError(error: unknown): string {
