@@ -21,22 +21,27 @@ export interface OpenOptions {
   onUpgrade?: (from: number, to: number) => void;
 }
 
-/** The data directory holds no database (and was asked not to get one). */
-export class NoDatabaseError extends Error {
-  override name = 'NoDatabaseError';
+/**
+ * The data directory cannot be used as it is: it cannot be made, holds no
+ * database (and was asked not to get one) or one that is not Till's, is
+ * another user's, is on a read-only file system, or holds a restored
+ * database beside another's WAL.
+ */
+export class DataDirError extends Error {
+  override name = 'DataDirError';
 }
 
-/** Throws NoDatabaseError unless `dataDir` holds a database (an empty file, left by a first start killed at once, is none). */
+/** Throws DataDirError unless `dataDir` holds a database (an empty file, left by a first start killed at once, is none). */
 export function assertDatabaseExists(dataDir: string): void {
   let size: number | undefined;
   try {
     size = statSync(databasePath(dataDir), { throwIfNoEntry: false })?.size;
   } catch (err) {
     // Another user's data dir (one made by the till user, a command run as someone else) is there, not missing.
-    throw new NoDatabaseError(`cannot look in the data directory ${dataDir} (${(err as NodeJS.ErrnoException).code}): run till as the user that owns it`);
+    throw new DataDirError(`cannot look in the data directory ${dataDir} (${(err as NodeJS.ErrnoException).code}): run till as the user that owns it`);
   }
   if (!size) {
-    throw new NoDatabaseError(`no Till database in ${dataDir}: check --data-dir (or TILL_DATA_DIR); a new till gets one from till store create or till serve`);
+    throw new DataDirError(`no Till database in ${dataDir}: check --data-dir (or TILL_DATA_DIR); a new till gets one from till store create or till serve`);
   }
 }
 
@@ -52,7 +57,7 @@ export function makeDataDir(dataDir: string): void {
     makeDirs(dataDir, 0o700);
   } catch (err) {
     // A read-only or someone else's folder (serve --demo makes ./data where it starts).
-    throw new NoDatabaseError(`cannot create the data directory ${dataDir} (${(err as NodeJS.ErrnoException).code}): choose another with --data-dir (or TILL_DATA_DIR)`);
+    throw new DataDirError(`cannot create the data directory ${dataDir} (${(err as NodeJS.ErrnoException).code}): choose another with --data-dir (or TILL_DATA_DIR)`);
   }
 }
 
@@ -81,7 +86,7 @@ export function refuseStaleWal(dataDir: string): void {
     closeSync(fd);
   }
   if (header[18] === 1 && header[19] === 1) {
-    throw new NoDatabaseError(`${wal} belongs to the database that ${DB_FILE} replaced (a restored backup?): SQLite would replay it over the restored file and corrupt it. Delete ${wal} and ${databasePath(dataDir)}-shm, then run the command again (docs/CONFIG.md, Backups)`);
+    throw new DataDirError(`${wal} belongs to the database that ${DB_FILE} replaced (a restored backup?): SQLite would replay it over the restored file and corrupt it. Delete ${wal} and ${databasePath(dataDir)}-shm, then run the command again (docs/CONFIG.md, Backups)`);
   }
 }
 
@@ -95,7 +100,7 @@ function assertWritableFileSystem(dataDir: string): void {
     accessSync(dataDir, constants.W_OK);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EROFS') return;
-    throw new NoDatabaseError(`the data directory ${dataDir} is on a read-only file system, and Till writes there (under systemd: name it in the unit's ReadWritePaths=)`);
+    throw new DataDirError(`the data directory ${dataDir} is on a read-only file system, and Till writes there (under systemd: name it in the unit's ReadWritePaths=)`);
   }
 }
 
@@ -136,7 +141,7 @@ export function openDatabase(dataDir: string, opts: OpenOptions = {}): Db {
  */
 function refuseForeignDatabase(db: Db): void {
   if (schemaVersion(db) === 0 && db.prepare('SELECT 1 FROM sqlite_master LIMIT 1').get() !== undefined) {
-    throw new NoDatabaseError(`${db.name} is not a Till database (it holds tables Till did not make): check --data-dir (or TILL_DATA_DIR)`);
+    throw new DataDirError(`${db.name} is not a Till database (it holds tables Till did not make): check --data-dir (or TILL_DATA_DIR)`);
   }
 }
 
