@@ -1,6 +1,7 @@
 import type { Db } from './connection.ts';
 import { INVOICE_STATUSES, type Invoice, type InvoiceStatus, type Payment } from '../domain/invoice.ts';
 import { outpointKey, watchUntil } from '../domain/invoice-state.ts';
+import { getOrInsert } from '../get-or-insert.ts';
 
 interface InvoiceRow {
   rowid: number;
@@ -225,9 +226,7 @@ export function createInvoicesRepo(db: Db) {
     if (rows.length === 0) return [];
     const byInvoice = new Map<string, Payment[]>();
     for (const p of paymentsOfMany.all(JSON.stringify(rows.map((r) => r.id)))) {
-      let list = byInvoice.get(p.invoice_id);
-      if (!list) byInvoice.set(p.invoice_id, (list = []));
-      list.push(toPayment(p));
+      getOrInsert(byInvoice, p.invoice_id, () => []).push(toPayment(p));
     }
     return rows.map((r) => toInvoice(r, byInvoice.get(r.id) ?? []));
   }

@@ -8,6 +8,7 @@ import type { RequestLog } from './middleware/request-context.ts';
 import { clientErrorListener } from './internal/client-error.ts';
 import { CONNECTION_DEADLINES, requestTimeoutOptions, type ConnectionDeadlines } from './internal/connection-deadlines.ts';
 import { directGetsOf } from './internal/direct-get.ts';
+import { getOrInsert } from '../get-or-insert.ts';
 
 export interface HttpServer {
   url: string;
@@ -128,8 +129,7 @@ function takeRequests(app: H3, node: ReturnType<typeof serve>['node']): { respon
   server.off('request', handler);
   if (server.listenerCount('request') !== 0) throw new Error('srvx request listener not found');
   server.on('request', (req, res) => {
-    let open = responses.get(req.socket);
-    if (!open) responses.set(req.socket, (open = new Set()));
+    const open = getOrInsert(responses, req.socket, () => new Set());
     // A client that pipelines requests without reading the answers would have them pile up here (each is
     // answered once read): none that browsers or proxies send owes this many on one connection. Refused
     // before it is kept: the requests already read behind it still arrive here, and must leave nothing.

@@ -1,4 +1,5 @@
 import type { StoredInvoice } from '../db/invoices.ts';
+import { getOrInsert } from '../get-or-insert.ts';
 
 type Listener = (invoice: StoredInvoice) => void;
 
@@ -14,8 +15,7 @@ export class InvoiceFeed {
   #closed = false;
 
   subscribe(invoiceId: string, fn: Listener): () => void {
-    let set = this.#byInvoice.get(invoiceId);
-    if (!set) this.#byInvoice.set(invoiceId, (set = new Set()));
+    const set = getOrInsert(this.#byInvoice, invoiceId, () => new Set());
     set.add(fn);
     return () => {
       set.delete(fn);

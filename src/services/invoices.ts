@@ -14,6 +14,7 @@ import type { Context } from './context.ts';
 import { assertDiskWritable, runRequestedWrite } from './disk.ts';
 import { recordEvents } from './events.ts';
 import { refusePrivateReceiver } from './webhooks.ts';
+import { getOrInsert } from '../get-or-insert.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
@@ -92,9 +93,7 @@ const creationsUnderWay = new WeakMap<Context, Map<string, Promise<CreateResult>
 
 /** This process's keyed creations not answered yet, by API key id and Idempotency-Key. */
 function keyedCreations(ctx: Context): Map<string, Promise<CreateResult>> {
-  let map = creationsUnderWay.get(ctx);
-  if (!map) creationsUnderWay.set(ctx, (map = new Map()));
-  return map;
+  return getOrInsert(creationsUnderWay, ctx, () => new Map());
 }
 
 async function createNew(ctx: Context, input: CreateInvoiceInput): Promise<CreateResult> {

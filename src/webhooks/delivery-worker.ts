@@ -9,6 +9,7 @@ import { ATTEMPT_TIMEOUT_MS, classifyOutcome, nextAttemptAt } from './schedule.t
 import { validSecrets } from './secrets.ts';
 import { sendWebhook, type SendResult } from './send.ts';
 import { signPayload } from './signature.ts';
+import { getOrInsert } from '../get-or-insert.ts';
 
 export const USER_AGENT = 'Service-Webhook/1.0';
 /** The attempt's error when the signing secret cannot be opened (a data dir restored without its secret.key). */
@@ -207,9 +208,7 @@ export class DeliveryWorker {
         const rest = starting.slice(i);
         this.#readAhead.set(target, rest.concat(this.#readAhead.get(target) ?? []));
         this.#readAheadRows += rest.length;
-        let waiting = this.#originWaiting.get(origin);
-        if (!waiting) this.#originWaiting.set(origin, (waiting = new Set()));
-        waiting.add(target);
+        getOrInsert(this.#originWaiting, origin, () => new Set()).add(target);
         return;
       }
       started.push(this.#start(d, sealed, origin));
@@ -282,8 +281,7 @@ export class DeliveryWorker {
     this.#sending++;
     bump(this.#perTarget, d.target, 1);
     this.#holdOriginSlot(origin, d.target, 1);
-    let held = this.#held.get(d.target);
-    if (!held) this.#held.set(d.target, (held = new Set()));
+    const held = getOrInsert(this.#held, d.target, () => new Set());
     held.add(d.id);
     let sending = true;
     const answered = () => {
@@ -313,8 +311,7 @@ export class DeliveryWorker {
   /** An origin's slots taken (by) or freed: its count, and which targets hold them. */
   #holdOriginSlot(origin: string, target: string, by: number): void {
     bump(this.#perOrigin, origin, by);
-    let holders = this.#originHolders.get(origin);
-    if (!holders) this.#originHolders.set(origin, (holders = new Map()));
+    const holders = getOrInsert(this.#originHolders, origin, () => new Map());
     bump(holders, target, by);
     if (holders.size === 0) this.#originHolders.delete(origin);
   }

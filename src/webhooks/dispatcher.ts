@@ -1,6 +1,7 @@
 import type { EndpointRecord } from '../db/webhook-endpoints.ts';
 import { newId } from '../ids.ts';
 import type { Context } from '../services/context.ts';
+import { getOrInsert } from '../get-or-insert.ts';
 
 /** The fairness key of a receiver: an endpoint, or a callback URL's origin. */
 export function callbackTarget(url: string): string {
@@ -36,8 +37,7 @@ export function dispatchEvents(ctx: Context, limit = 500): number {
   const endpointsByStore = new Map<string, EndpointRecord[]>();
   const now = ctx.clock.now();
   for (const e of events) {
-    let endpoints = endpointsByStore.get(e.storeId);
-    if (!endpoints) endpointsByStore.set(e.storeId, (endpoints = ctx.repos.webhookEndpoints.listForStore(e.storeId)));
+    const endpoints = getOrInsert(endpointsByStore, e.storeId, () => ctx.repos.webhookEndpoints.listForStore(e.storeId));
     addDeliveries(ctx, e, e.callbackUrl, endpoints, now);
     ctx.repos.events.markDispatched(e.seq);
   }

@@ -1,6 +1,7 @@
 import type { StoredInvoice } from '../../db/invoices.ts';
 import { invoiceView } from '../../domain/invoice-view.ts';
 import type { Context } from '../../services/context.ts';
+import { getOrInsert } from '../../get-or-insert.ts';
 
 interface Entry {
   json: string;
@@ -54,8 +55,7 @@ export class InvoiceViewCache {
       if (this.#pageChars + json.length <= this.#maxPageChars) break;
       this.#dropPages(oldest);
     }
-    let pages = this.#pages.get(storeId);
-    if (!pages) this.#pages.set(storeId, (pages = new Map()));
+    const pages = getOrInsert(this.#pages, storeId, () => new Map());
     this.#pageChars += json.length - (pages.get(key)?.length ?? 0);
     pages.set(key, json);
   }

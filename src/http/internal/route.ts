@@ -1,5 +1,6 @@
 import type { H3, H3Event, HTTPMethod } from 'h3';
 import { ApiError } from '../../domain/errors.ts';
+import { getOrInsert } from '../../get-or-insert.ts';
 
 type Handler = (event: H3Event) => unknown;
 
@@ -23,8 +24,7 @@ export function listRoutes(app: H3): RouteInfo[] {
  */
 export function defineRoute(app: H3, path: string, methods: Partial<Record<HTTPMethod, Handler>>): void {
   const allow = [...Object.keys(methods), ...(methods.GET && !methods.HEAD ? ['HEAD'] : [])].join(', ');
-  if (!registered.has(app)) registered.set(app, []);
-  registered.get(app)!.push({ path, methods: Object.keys(methods) as HTTPMethod[] });
+  getOrInsert(registered, app, () => []).push({ path, methods: Object.keys(methods) as HTTPMethod[] });
   app.all(path, (event) => {
     const method = event.req.method as HTTPMethod;
     if (method === 'HEAD' && !methods.HEAD && methods.GET) return answerHead(methods.GET, event);

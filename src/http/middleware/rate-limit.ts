@@ -1,5 +1,6 @@
 import { ApiError } from '../../domain/errors.ts';
 import type { Clock } from '../../clock.ts';
+import { getOrInsert } from '../../get-or-insert.ts';
 
 /** A slot taken by take(); give it back when the request did not do what is limited. */
 export interface Slot {
@@ -32,8 +33,7 @@ export class SlidingWindowLimiter {
   take(key: string): Slot {
     const now = this.#clock.now();
     this.#sweep(now);
-    let times = this.#hits.get(key);
-    if (!times) this.#hits.set(key, (times = []));
+    const times = getOrInsert(this.#hits, key, () => []);
     // Oldest first: drop the ones that have left the window.
     let expired = 0;
     while (expired < times.length && now - times[expired]! >= this.#windowMs) expired++;
