@@ -62,16 +62,25 @@ function leastConfirmations(inv) {
   return Math.min(inv.confirmations_required, ...counting.map((p) => p.confirmations));
 }
 
+/** A covering payment's surplus (a wallet's own amount, a code scanned twice): the buyer should know, and Till never refunds. */
+function surplus(inv) {
+  const extra = inv.amount_received_sats - inv.amount_sats;
+  // Short enough for the status box's three lines on a 320 px phone.
+  return extra > 0 ? `You sent ${btc(extra)} BTC more than asked` : '';
+}
+
 /** What the buyer should know now: a state for styling, a headline and a detail line. */
 function describe(inv) {
   const due = inv.amount_sats;
   const got = inv.amount_received_sats;
   const waiting = `Waiting for confirmations: ${leastConfirmations(inv)} of ${inv.confirmations_required}.`;
+  const extra = surplus(inv);
+  const refundExtra = `${extra}: the merchant handles any refund.`;
   switch (inv.status) {
     case 'paid':
-      return { state: 'paid', title: 'Paid', detail: 'Thank you. Your payment is confirmed.' };
+      return { state: 'paid', title: 'Paid', detail: extra ? `Confirmed, thank you. ${refundExtra}` : 'Thank you. Your payment is confirmed.' };
     case 'late_paid':
-      return { state: 'paid', title: 'Paid after expiry', detail: 'Your payment arrived after the invoice expired and has been accepted.' };
+      return { state: 'paid', title: 'Paid after expiry', detail: extra ? `Accepted after expiry. ${refundExtra}` : 'Your payment arrived after the invoice expired and has been accepted.' };
     case 'cancelled':
       // Cancelled while partly paid, or paid after the cancel: the buyer's money is on the invoice.
       if (got > 0) return { state: 'cancelled', title: 'Invoice cancelled', detail: `Received ${btc(got)} BTC. Do not send more: contact the merchant about a refund.` };
@@ -87,7 +96,7 @@ function describe(inv) {
       return { state: 'expired', title: 'Invoice expired', detail: 'Do not send a payment to this address. Ask the merchant for a new invoice.' };
     }
     default:
-      if (got >= due) return { state: 'detected', title: 'Payment detected', detail: waiting };
+      if (got >= due) return { state: 'detected', title: 'Payment detected', detail: extra ? `${waiting} ${extra}.` : waiting };
       // Past expires_at on the server's clock, not yet expired there (its next check, or a live invoice while Till
       // catches up with the chain): a payment sent now would be late, so none is asked for.
       if (Date.parse(inv.expires_at) <= Date.now() + clockOffsetMs) {

@@ -322,6 +322,23 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     assert.deepEqual(await page.locator('figure.qr').boundingBox(), qrBefore);
   });
 
+  test('a buyer who sent more than asked is told so, and who handles the difference, on a small phone without moving the layout', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store, { amount_sats: 10_000 });
+    const { page } = await openCheckout(t, till, inv.id, '', SMALL_PHONE);
+    await expectStatus(page, 'Waiting for payment');
+    const qrBefore = await page.locator('figure.qr').boundingBox();
+    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1, 'the page to subscribe');
+    await receivePayment(till, inv.id, 15_000);
+    await expectStatus(page, 'Payment detected');
+    assert.match((await page.locator('#status-detail').textContent()) ?? '', /You sent 0\.00005000 BTC more than asked/);
+    await simulate(till, store, inv.id, 'paid');
+    await expectStatus(page, 'Paid');
+    assert.equal(await page.locator('#status-detail').textContent(), 'Confirmed, thank you. You sent 0.00005000 BTC more than asked: the merchant handles any refund.');
+    assert.deepEqual(await page.locator('figure.qr').boundingBox(), qrBefore);
+  });
+
   test('a seventh checkout open in the same browser still loads (plain HTTP/1.1 allows 6 connections per host)', async (t) => {
     const till = await startTestTill(t);
     const store = setupStore(till);
