@@ -136,6 +136,33 @@ describe('hosted checkout page in Chromium', { skip: skipReason ?? false }, () =
     assert.deepEqual(problems, []);
   });
 
+  test('a payment landing while the code loads does not give the code another amount than the text shows', async (t) => {
+    const till = await startTestTill(t);
+    const inv = await createInvoice(till, setupStore(till), { amount_sats: 10_000 });
+    // Polling on the page's clock: a snapshot is fetched only when the test moves it.
+    const { page, problems } = await openCheckout(t, till, inv.id, '?transport=poll', undefined, { fakeClock: true });
+    await expectStatus(page, 'Waiting for payment');
+    await receivePayment(till, inv.id, 4_000, 'ab');
+    await page.clock.fastForward(5000);
+    await expectStatus(page, 'Partly paid');
+    // The code for the next amount is held on its way, while another payment lands.
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const asked = new Promise<void>((r) => page.route('**/qr.svg*', async (route) => (r(), await released, route.continue())));
+    await receivePayment(till, inv.id, 1_000, 'cd');
+    await page.clock.fastForward(5000);
+    await asked;
+    await receivePayment(till, inv.id, 2_000, 'ef');
+    release();
+    await page.waitForFunction(() => {
+      const qr = document.getElementById('qr') as HTMLImageElement;
+      return qr.getAttribute('src')?.endsWith('due=5000') && qr.complete && qr.naturalWidth > 0;
+    });
+    assert.equal(await page.locator('#amount').inputValue(), '0.00005000');
+    assert.equal(await readQr(page), `bitcoin:${inv.address}?amount=0.00005000`, 'the code asks for what the text says');
+    assert.deepEqual(problems, []);
+  });
+
   test('cancelled and unknown invoices say so', async (t) => {
     const { till, store, inv, page } = await openLivePage(t);
     const cancel = await fetch(`${till.url}/v1/invoices/${inv.id}/cancel`, { method: 'POST', headers: { authorization: `Bearer ${store.key}` } });

@@ -75,7 +75,7 @@ export function registerCheckoutPage(app: H3, rt: Runtime): void {
       const id = routeParam(event, 'id');
       const inv = findInvoice(id);
       if (!inv) throw invoiceNotFound(id);
-      const svg = await QRCode.toString(dueUri(inv), { type: 'svg', errorCorrectionLevel: 'M', margin: 4 });
+      const svg = await QRCode.toString(dueUri(inv, event.url.searchParams.get('due')), { type: 'svg', errorCorrectionLevel: 'M', margin: 4 });
       return sendAsset(event, toAsset(svg, 'image/svg+xml'), { headers: { 'content-security-policy': "default-src 'none'" } });
     },
   });
@@ -93,9 +93,13 @@ function pageInvoiceId(event: H3Event): string {
 /**
  * What the QR code asks for: the invoice's payment_uri, or, while a pending
  * invoice is partly paid, the same address with what is still missing, so a
- * buyer who scans again does not pay the whole amount twice.
+ * buyer who scans again does not pay the whole amount twice. The page names
+ * the amount its text shows (`?due=`, sats, up to the invoice's amount): what
+ * is due now may differ, as a payment can land between the snapshot the page
+ * shows and this request, and the browser keeps the image under that URL.
  */
-export function dueUri(inv: StoredInvoice): string {
+export function dueUri(inv: StoredInvoice, asked: string | null = null): string {
+  if (asked !== null && /^[1-9][0-9]{0,15}$/.test(asked) && Number(asked) <= inv.amountSats) return paymentUri(inv.address, Number(asked));
   const received = amountReceived(inv);
   const partial = inv.status === 'pending' && received > 0 && received < inv.amountSats;
   return paymentUri(inv.address, partial ? inv.amountSats - received : inv.amountSats);

@@ -111,7 +111,7 @@ describe('GET /checkout/:id and its files', () => {
     }
   });
 
-  test('the QR code is an SVG of what is due: payment_uri, or the rest while partly paid', async (t) => {
+  test('the QR code is an SVG of what is due: payment_uri, or the rest while partly paid, or the amount the page shows', async (t) => {
     const till = await startTestTill(t);
     const store = setupStore(till);
     const inv = await createInvoice(till, store, { amount_sats: 10_000 });
@@ -125,6 +125,12 @@ describe('GET /checkout/:id and its files', () => {
     const partial = await call(till, 'GET', `/checkout/${inv.id}/qr.svg`);
     assert.notEqual(partial.text, qr.text, 'a new amount, a new code');
     assert.notEqual(partial.headers.get('etag'), qr.headers.get('etag'));
+    // The page names the amount its text shows, which a payment landing in between would change.
+    assert.equal((await call(till, 'GET', `/checkout/${inv.id}/qr.svg?due=10000`)).text, qr.text, 'the amount the page asked for');
+    assert.equal((await call(till, 'GET', `/checkout/${inv.id}/qr.svg?due=6000`)).text, partial.text);
+    for (const due of ['10001', '0', '-1', '6000.5', '1e3', '']) {
+      assert.equal((await call(till, 'GET', `/checkout/${inv.id}/qr.svg?due=${due}`)).text, partial.text, `due=${due}: what is due`);
+    }
 
     assert.equal((await call(till, 'GET', `/checkout/${MISSING_ID}/qr.svg`)).status, 404);
   });
