@@ -15,6 +15,8 @@ const SSE_RETRY_MAX_MS = 5000;
 const WS_RETRIES = 3;
 /** How often a page on a live stream also asks for the snapshot (see recheckLive). */
 const RECHECK_MS = 60000;
+/** Longer than a routine reconnect (the WebSocket's first retry after 2 s, EventSource's at most 5 s): one shows nothing. */
+const NOTICE_AFTER_MS = 6000;
 
 /** The invoice id in the page's URL; a mistyped one that does not decode (%zz) as it is: the API finds no such invoice either. */
 function idFromPath(segment) {
@@ -38,6 +40,7 @@ let renders = 0;
 /** Server clock minus this device's clock, from the snapshot's server_time. */
 let clockOffsetMs = 0;
 let countdownTimer = null;
+let noticeTimer = null;
 let stopLive = () => {};
 /** The server closed the stream as final (WebSocket 1000): an expired invoice is past its late window. */
 let final = false;
@@ -186,7 +189,25 @@ function render(inv) {
   for (const id of ['copy-address', 'copy-amount']) $(id).disabled = !payable;
 
   updateCountdown();
-  if (isSettled(inv)) stopLive();
+  if (isSettled(inv)) {
+    stopLive();
+    clearConnectionLost();
+  }
+}
+
+/**
+ * The live updates stopped (a dropped connection, a server restarting): the
+ * status shown may be stale. Said discreetly once it lasts, so a quick
+ * reconnect shows nothing; the next message from the server clears it.
+ */
+function noteConnectionLost() {
+  noticeTimer ??= setTimeout(() => setText('connection', 'Connection lost. Reconnecting…'), NOTICE_AFTER_MS);
+}
+
+function clearConnectionLost() {
+  clearTimeout(noticeTimer);
+  noticeTimer = null;
+  setText('connection', '');
 }
 
 /** As many rows as the address needs at this width (a taproot address takes four on a small phone): buyers compare all of it with their wallet's. */
@@ -255,17 +276,18 @@ function viaEventSource(fallback) {
   watch(FIRST_MESSAGE_MS);
   es.addEventListener('invoice', (e) => {
     clearTimeout(watchdog);
+    clearConnectionLost();
     delivered = true;
     render(JSON.parse(e.data));
   });
   // A reconnect that missed nothing gets this instead of a snapshot.
-  es.addEventListener('resumed', () => clearTimeout(watchdog));
+  es.addEventListener('resumed', () => (clearTimeout(watchdog), clearConnectionLost()));
   es.addEventListener('error', () => {
     // CONNECTING: the browser reconnects by itself, after the server's retry wait. CLOSED: it gave up,
     // on a 204 ("final") or on an error status such as a 503.
-    if (es.readyState !== EventSource.CLOSED) return watch(SSE_RETRY_MAX_MS + FIRST_MESSAGE_MS);
+    if (es.readyState !== EventSource.CLOSED) return noteConnectionLost(), watch(SSE_RETRY_MAX_MS + FIRST_MESSAGE_MS);
     stop();
-    if (!delivered || !isSettled(current)) fallback();
+    if (!delivered || !isSettled(current)) noteConnectionLost(), fallback();
   });
   return stop;
 }
@@ -295,6 +317,7 @@ function viaWebSocket(fallback) {
       clearTimeout(watchdog);
       const msg = JSON.parse(e.data);
       if (msg.type !== 'invoice') return;
+      clearConnectionLost();
       delivered = true;
       tries = 0;
       render(msg.data);
@@ -308,6 +331,7 @@ function viaWebSocket(fallback) {
         return;
       }
       if (e.code === 4404) return showNotFound();
+      noteConnectionLost();
       // 1013: the server cannot serve a stream now (its database failed, or its stream limit): the next transport.
       if (e.code === 1013 || !delivered || ++tries > WS_RETRIES) return stop(), fallback();
       setTimeout(() => stopped || connect(), 1000 * 2 ** tries);
@@ -325,9 +349,11 @@ function viaPolling() {
       const inv = await fetchSnapshot();
       if (stopped) return;
       if (!inv) return showNotFound();
+      clearConnectionLost();
       render(inv);
     } catch {
       // Offline for a moment: the next tick tries again.
+      noteConnectionLost();
     }
     if (!stopped && !isSettled(current ?? { status: 'pending' })) {
       timer = setTimeout(tick, current?.status === 'pending' ? POLL_MS.pending : POLL_MS.waiting);
@@ -396,6 +422,7 @@ async function recheckLive() {
 
 function showNotFound() {
   stopLive();
+  clearConnectionLost();
   showProblem('notfound', 'Invoice not found', 'Check the link you were given, or ask the merchant for a new one.');
 }
 

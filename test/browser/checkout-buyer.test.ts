@@ -74,6 +74,40 @@ async function startStreamHoldingProxy(
   return { url, cutPassing: () => passed.forEach((s) => s.destroy()), silencePassing: () => passed.forEach((s) => silenced.add(s)), streams: () => seen };
 }
 
+/**
+ * A proxy on loopback in front of Till whose connections can all be cut at
+ * once, and which then turns every new one away (`down`) until `up`: the
+ * buyer's network gone for a while.
+ */
+async function startDroppingProxy(t: TestContext, target: string): Promise<{ url: string; down(): void; up(): void }> {
+  const { hostname, port } = new URL(target);
+  const sockets = new Set<Socket>();
+  let refusing = false;
+  const server = createServer((client) => {
+    if (refusing) return void client.destroy();
+    const upstream = connect(Number(port), hostname);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('error', () => s.destroy());
+      s.on('close', () => (sockets.delete(s), client.destroy(), upstream.destroy()));
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  const url = await listenOnLoopback(server);
+  t.after(() => {
+    for (const s of sockets) s.destroy();
+    server.close();
+  });
+  return {
+    url,
+    down: () => {
+      refusing = true;
+      for (const s of sockets) s.destroy();
+    },
+    up: () => (refusing = false),
+  };
+}
+
 describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false }, () => {
   test('an unknown invoice offers nothing to copy and no countdown', async (t) => {
     const till = await startTestTill(t);
@@ -281,6 +315,57 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     await page.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
     await expectStatus(page, 'Partly paid');
     await waitFor(() => proxied.streams() === 2, 'a new stream');
+    await simulate(till, store, inv.id, 'paid');
+    await expectStatus(page, 'Paid');
+  });
+
+  test('a buyer whose connection dropped is told the page is reconnecting, not after a quick reconnect, and no longer once it is back', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store);
+    const proxied = await startDroppingProxy(t, till.url);
+    // The page's clock runs its reconnect waits (2, 4, 8 s) when the test moves it.
+    const { page } = await openCheckout(t, { ...till, url: proxied.url }, inv.id, '', PHONE, { fakeClock: true });
+    let closes = 0;
+    let messages = 0;
+    page.on('websocket', (ws) => {
+      ws.on('framereceived', () => messages++);
+      ws.on('close', () => closes++);
+    });
+    await expectStatus(page, 'Waiting for payment');
+    await waitFor(() => messages === 1, 'the first message');
+    const notice = page.getByRole('status').filter({ hasText: /Reconnecting/ });
+    // Everything the notice ever said.
+    await page.evaluate(() => {
+      const region = document.getElementById('connection')!;
+      (window as any).said = [];
+      new MutationObserver(() => (window as any).said.push(region.textContent)).observe(region, { childList: true, characterData: true, subtree: true });
+    });
+
+    // A moment's drop: the first retry, 2 s on, gets through.
+    proxied.down();
+    await waitFor(() => closes === 1, 'the stream to drop');
+    proxied.up();
+    await page.clock.fastForward(2000);
+    await waitFor(() => messages === 2, 'the stream to be back');
+    await page.clock.fastForward(30_000);
+    assert.deepEqual(await page.evaluate(() => (window as any).said), [], 'nothing flickered');
+
+    // A longer one: the retries after 2 and 4 s are turned away.
+    proxied.down();
+    await waitFor(() => closes === 2, 'the stream to drop');
+    await page.clock.fastForward(2000);
+    await waitFor(() => closes === 3, 'the first retry to fail');
+    await page.clock.fastForward(4000);
+    await waitFor(() => closes === 4, 'the second retry to fail');
+    await notice.waitFor();
+    assert.equal(await page.locator('#connection').getAttribute('aria-live'), 'polite');
+    assert.equal(await page.locator('#status').textContent(), 'Waiting for payment');
+    proxied.up();
+    await page.clock.fastForward(8000);
+    await waitFor(() => messages === 3, 'the stream to be back');
+    await page.waitForFunction(() => document.getElementById('connection')?.textContent === '');
+    assert.deepEqual(await page.evaluate(() => (window as any).said), ['Connection lost. Reconnecting…', ''], 'said once, then cleared');
     await simulate(till, store, inv.id, 'paid');
     await expectStatus(page, 'Paid');
   });
