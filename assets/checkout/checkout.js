@@ -399,14 +399,23 @@ function goLive() {
 const shownAs = (inv) => JSON.stringify({ ...inv, server_time: null });
 
 /**
+ * Cancelled with nothing received: the streams have ended, but a payment sent
+ * anyway still joins the invoice for a refund (the buyer was confirming it in
+ * their wallet when the shop cancelled), and the page should say so.
+ */
+const mayReceiveAfterCancel = (inv) => inv.status === 'cancelled' && inv.amount_received_sats === 0;
+
+/**
  * A stream whose connection died without a word (the phone changed networks, a
  * NAT forgot it) never says so, and the page would wait for ever. Coming back
  * into view (from the wallet app, say) and once a minute, a page on a stream
  * asks for the snapshot too: one showing a change the stream never brought
- * means the stream is dead, and it is started again.
+ * means the stream is dead, and it is started again. A page cancelled with
+ * nothing received asks too (mayReceiveAfterCancel).
  */
 async function recheckLive() {
-  if (!['sse', 'ws'].includes(main.dataset.transport) || !current || isSettled(current)) return;
+  if (!current) return;
+  if (!mayReceiveAfterCancel(current) && (!['sse', 'ws'].includes(main.dataset.transport) || isSettled(current))) return;
   const before = renders;
   let inv;
   try {
@@ -466,8 +475,7 @@ async function start() {
       await new Promise((r) => setTimeout(r, Math.min(30000, 1000 * 2 ** attempt)));
     }
   }
-  if (isSettled(current)) return;
-  goLive();
+  if (!isSettled(current)) goLive();
   setInterval(recheckLive, RECHECK_MS);
   document.addEventListener('visibilitychange', () => document.visibilityState === 'visible' && recheckLive());
 }

@@ -252,6 +252,24 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     assert.match((await page.locator('#status-detail').textContent()) ?? '', /Received 0\.00004000 BTC.*refund/);
   });
 
+  test('a buyer who paid anyway after the shop cancelled (in their wallet at that moment) is told, on coming back, that it was received', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store, { amount_sats: 10_000 });
+    const { page } = await openCheckout(t, till, inv.id);
+    await expectStatus(page, 'Waiting for payment');
+    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1, 'the page to subscribe');
+    assert.equal((await call(till, 'POST', `/v1/invoices/${inv.id}/cancel`, { key: store.key })).status, 200);
+    await expectStatus(page, 'Invoice cancelled');
+    assert.equal(await page.locator('#status-detail').textContent(), 'Do not send a payment. Ask the merchant for a new invoice.');
+    assert.equal(await page.locator('#qr').isVisible(), false, 'no code to scan');
+    await simulate(till, store, inv.id, 'payment_detected'); // recorded for a refund, as the chain's would be
+    // The buyer comes back from the wallet app.
+    await page.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
+    await page.waitForFunction(() => /^Received 0\.00010000 BTC\. Do not send more: contact the merchant about a refund\.$/.test(document.getElementById('status-detail')?.textContent ?? ''));
+    assert.equal(await page.locator('#status').textContent(), 'Invoice cancelled');
+  });
+
   test('a late payment still unconfirmed when the late window closes is not shown as waiting for confirmations', async (t) => {
     const till = await startTestTill(t);
     const store = setupStore(till);
