@@ -42,7 +42,7 @@ let clockOffsetMs = 0;
 let countdownTimer = null;
 let noticeTimer = null;
 let stopLive = () => {};
-/** The server closed the stream as final (WebSocket 1000): an expired invoice is past its late window. */
+/** The server closed the WebSocket as final (1000): the snapshot shown, made earlier, may not say `final` yet. */
 let final = false;
 
 /** Exact BTC text from integer sats (no floating point). */
@@ -92,7 +92,7 @@ function describe(inv) {
       const refund = `Received ${btc(got)} of ${btc(due)} BTC. Contact the merchant about a refund.`;
       if (got >= due) {
         // Unconfirmed when the late window closed: it can no longer make the invoice paid.
-        if (final) return { state: 'underpaid', title: 'Expired: paid too late', detail: refund };
+        if (inv.final || final) return { state: 'underpaid', title: 'Expired: paid too late', detail: refund };
         return { state: 'detected', title: 'Payment detected after expiry', detail: waiting };
       }
       if (got > 0) return { state: 'underpaid', title: 'Expired: underpaid', detail: refund };
@@ -114,8 +114,9 @@ function describe(inv) {
 }
 
 /** The buyer has nothing more to wait for: live updates stop. */
+/** Nothing the buyer waits for can change (paid, late_paid, cancelled, expired past its late window): the server says so. */
 function isSettled(inv) {
-  return inv.status === 'paid' || inv.status === 'late_paid' || inv.status === 'cancelled';
+  return inv.final === true;
 }
 
 function setText(id, text) {

@@ -117,11 +117,12 @@ const schemas = {
   },
   InvoiceList: answer({ object: { const: 'list' }, url: { type: 'string' }, has_more: { type: 'boolean' }, data: { type: 'array', items: ref('Invoice') } }),
   CheckoutInvoice: {
-    description: 'The public invoice without metadata and callback_url (merchant data stays private), plus the store branding and the server time for the countdown.',
+    description: 'The public invoice without metadata and callback_url (merchant data stays private), plus the store branding, the server time for the countdown, and whether it is final.',
     ...answer({
       ...Object.fromEntries(Object.entries(invoiceProperties).filter(([k]) => k !== 'metadata' && k !== 'callback_url')),
       store: answer({ id: { type: 'string' }, name: { type: 'string' }, logo_url: nullable('string'), brand_color: nullable('string') }),
       server_time: { type: 'string', format: 'date-time' },
+      final: { type: 'boolean', description: 'Nothing the buyer waits for can change any more: paid, late_paid, cancelled, or expired past its late window. Streams end after it.' },
     }),
   },
   WebhookEndpoint: answer({

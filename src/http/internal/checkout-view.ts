@@ -9,8 +9,9 @@ import type { Store } from '../../domain/store.ts';
  * The public checkout snapshot: the body of GET /pay/invoices/:id and the data
  * of every stream message. It is the public invoice without `metadata` and
  * `callback_url` (merchants put order details and internal URLs there, and the
- * invoice id is a link a buyer may share), plus the store's branding and the
- * server's clock, so a countdown does not trust the buyer's clock.
+ * invoice id is a link a buyer may share), plus the store's branding, the
+ * server's clock, so a countdown does not trust the buyer's clock, and whether
+ * it is final.
  */
 export function checkoutView(inv: StoredInvoice, store: Store, baseUrl: string, now: number) {
   const { metadata: _metadata, callback_url: _callbackUrl, ...view } = invoiceView(inv, baseUrl);
@@ -18,6 +19,9 @@ export function checkoutView(inv: StoredInvoice, store: Store, baseUrl: string, 
     ...view,
     store: { id: store.id, name: store.name, logo_url: store.logoUrl, brand_color: store.brandColor },
     server_time: toIso(now),
+    // Whether anything the buyer waits for can still change: an expired invoice's late window is not in the
+    // snapshot, and a page that polls could not tell "paid too late" from a late payment still confirming.
+    final: isFinalForCheckout(inv, now),
   };
 }
 

@@ -62,6 +62,23 @@ describe('GET /pay/invoices/:id', () => {
   }
 });
 
+describe('the snapshot says when it is final', () => {
+  test('nothing left to wait for: paid, cancelled, and expired only once its late window is over', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const finalOf = async (id: string) => (await call(till, 'GET', `/pay/invoices/${id}`)).body.final;
+    const [pending, paid, cancelled, expired] = await Promise.all([1, 2, 3, 4].map(() => createInvoice(till, store)));
+    await simulate(till, store, paid!.id, 'paid');
+    assert.equal((await call(till, 'POST', `/v1/invoices/${cancelled!.id}/cancel`, { key: store.key })).status, 200);
+    await simulate(till, store, expired!.id, 'expired');
+    await simulate(till, store, expired!.id, 'payment_detected');
+    assert.deepEqual(await Promise.all([pending, paid, cancelled, expired].map((inv) => finalOf(inv!.id))), [false, true, true, false]);
+    // The late window (7 days) closes by the clock alone: a snapshot cached before it must not say otherwise.
+    till.clock.advance(7 * DAY_MS + 1000);
+    assert.equal(await finalOf(expired!.id), true, 'its unconfirmed late payment can no longer pay it');
+  });
+});
+
 describe('CORS on every /pay/ response', () => {
   const cases: Array<{ name: string; method: string; path: (id: string) => string; status: number; code?: string }> = [
     { name: 'snapshot', method: 'GET', path: (id) => `/pay/invoices/${id}`, status: 200 },
