@@ -1,7 +1,7 @@
 import { Command, Option } from 'commander';
 import { SETTINGS } from '../src/config.ts';
 import { VERSION } from '../src/version.ts';
-import { redactPrivateKeys } from './output.ts';
+import { redactPrivateKeys, TILL_COMMAND } from './output.ts';
 import { backupCommand } from './commands/backup.ts';
 import { configCommand } from './commands/config.ts';
 import { deliveriesCommand } from './commands/deliveries.ts';
@@ -20,13 +20,19 @@ const HIDDEN_SETTINGS = [
   'docs/CONFIG.md lists them all; till config show prints the effective settings.',
 ].join('\n');
 
+/** How to ask for a command's help, as the user runs Till: "till deliveries replay --help". */
+function helpCommandOf(cmd: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = cmd; c?.parent; c = c.parent) names.unshift(c.name());
+  return [TILL_COMMAND, ...names, '--help'].join(' ');
+}
+
 export function buildProgram(): Command {
   const program = new Command('till')
     .description('Till: a self-hosted Bitcoin till. Admin commands work on the data directory, also while the server runs.')
     .version(VERSION)
     .option('--json', 'print machine-readable JSON')
-    .configureHelp({ showGlobalOptions: true })
-    .showHelpAfterError();
+    .configureHelp({ showGlobalOptions: true });
   // Every setting can be given as a flag; flags beat TILL_* env, which beats till.toml.
   for (const s of SETTINGS) {
     program.addOption(new Option(`--${s.flag} <value>`, `${s.description} [env ${s.env}]`).hideHelp(!['dataDir', 'network', 'host', 'port', 'publicUrl', 'rates', 'logLevel'].includes(s.key)));
@@ -47,9 +53,12 @@ export function buildProgram(): Command {
     cmd.addHelpText('after', HIDDEN_SETTINGS);
     cmd.configureOutput({
       writeErr: (text) => process.stderr.write(redactPrivateKeys(text)),
-      // Usage errors (commander's, and this.error's in the commands) read as every other error: "till: …".
-      outputError: (text, write) => write(`till: ${text.replace(/^error: /, '')}`),
+      // Usage errors (commander's, and this.error's in the commands) read as every other error: "till: …",
+      // on one line (commander puts its "Did you mean" on a second).
+      outputError: (text, write) => write(`till: ${text.replace(/^error: /, '').trimEnd().replace(/\n\(Did you mean/, ' (did you mean')}\n`),
     });
+    // A usage error points at the help of the command it was in: the whole help after it buried the error.
+    cmd.showHelpAfterError(`(see ${helpCommandOf(cmd)})`);
     cmd.commands.forEach(showGlobals);
   };
   showGlobals(program);

@@ -71,18 +71,29 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     ['store set with nothing to set', ['store', 'set', 'sto_x'], /give a setting to change \(--name, --mode, --confirmations, /],
   ];
   for (const [name, args, message] of badInvocations) {
-    test(`bad input: ${name} → non-zero exit, one clear line on stderr, nothing written`, async (t) => {
+    test(`bad input: ${name} → non-zero exit, one clear line on stderr (a usage error's then says where its help is), nothing written`, async (t) => {
       const dataDir = tempDir(t);
       openDatabase(dataDir).close();
       const r = await runTill(args, { dataDir });
       assert.notEqual(r.code, 0);
       assert.match(r.stderr, message);
       assert.match(r.stderr, /^till: /, 'worded as every other error');
+      // The error, and for a usage error a line pointing at that command's help: not the whole help, burying it.
+      const [, hint, ...more] = r.stderr.trimEnd().split('\n');
+      if (hint !== undefined) assert.match(hint, /^\(see npm run till -- [a-z ]*--help\)$/);
+      assert.deepEqual(more, []);
       assert.equal(r.stdout, '');
       const list = await tillJson(['store', 'list'], { dataDir });
       assert.deepEqual(list, []);
     });
   }
+
+  test('an unknown command: the error, what was meant, and where the help is; exit 1 like every usage error', async () => {
+    const top = await runTill(['stores']);
+    assert.deepEqual([top.code, top.stderr], [1, "till: unknown command 'stores' (did you mean store?)\n(see npm run till -- --help)\n"]);
+    const sub = await runTill(['deliveries', 'lsit']);
+    assert.deepEqual([sub.code, sub.stderr], [1, "till: unknown command 'lsit' (did you mean list?)\n(see npm run till -- deliveries --help)\n"]);
+  });
 
   test('a mistyped data dir is an error for every command but store create: no empty database appears there', async (t) => {
     const typo = join(tempDir(t), 'typo');
