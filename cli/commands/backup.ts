@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { openSecretBox, SECRET_KEY_FILE, SecretKeyError } from '../../src/auth/secret-box.ts';
 import { systemClock } from '../../src/clock.ts';
 import { CONFIG_FILES, ConfigError } from '../../src/config.ts';
-import { assertDatabaseExists, databasePath, refuseStaleWal } from '../../src/db/connection.ts';
+import { assertDatabaseExists, assertWritableFileSystem, databasePath, refuseStaleWal } from '../../src/db/connection.ts';
 import { createWebhookEndpointsRepo } from '../../src/db/webhook-endpoints.ts';
 import { makeDirs } from '../../src/make-dirs.ts';
 import { dropServerLease } from '../../src/services/server-lease.ts';
@@ -29,14 +29,19 @@ function makePartialFolder(out: string, now: number): string {
   try {
     makeDirs(out);
   } catch (err) {
-    throw new ConfigError(`cannot create --out ${out} (${(err as NodeJS.ErrnoException).code}): give a folder this user can write in`);
+    throw new ConfigError(`cannot create --out ${out} (${(err as NodeJS.ErrnoException).code}): ${whatToGive(err)}`);
   }
   try {
     return mkdtempSync(resolve(out, `.till-backup-${stamp(now)}-`));
   } catch (err) {
     // A folder made by root, say, for a backup run as the till user.
-    throw new ConfigError(`cannot write in --out ${out} (${(err as NodeJS.ErrnoException).code}): give a folder this user can write in`);
+    throw new ConfigError(`cannot write in --out ${out} (${(err as NodeJS.ErrnoException).code}): ${whatToGive(err)}`);
   }
+}
+
+/** A read-only mount (a snapshot's, an unplugged disk's) said as such: no permission would make it writable. */
+function whatToGive(err: unknown): string {
+  return (err as NodeJS.ErrnoException).code === 'EROFS' ? 'it is on a read-only file system; give a folder on a writable one' : 'give a folder this user can write in';
 }
 
 /** A full disk where the backup goes, said as such: SQLite's own words ("database or disk is full") do not say which disk. */
@@ -101,6 +106,7 @@ export function backupCommand(): Command {
       // Read-only, as it is: a backup taken before an upgrade keeps the old
       // schema, and a mistyped --data-dir is an error, not an empty database.
       assertDatabaseExists(config.dataDir);
+      assertWritableFileSystem(config.dataDir);
       refuseStaleWal(config.dataDir);
       const db = new Database(databasePath(config.dataDir), { readonly: true, fileMustExist: true, timeout: config.busyTimeoutMs });
       const now = systemClock.now();

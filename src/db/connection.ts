@@ -93,9 +93,10 @@ export function refuseStaleWal(dataDir: string): void {
 /**
  * A data dir on a read-only mount (systemd's ProtectSystem=strict outside the
  * unit's ReadWritePaths=, say) is said as such: SQLite only says it cannot open
- * the file, which sends one checking permissions that are fine.
+ * the file, which sends one checking permissions that are fine. Even a reader
+ * (till backup) writes there: SQLite keeps a WAL database's index in till.db-shm.
  */
-function assertWritableFileSystem(dataDir: string): void {
+export function assertWritableFileSystem(dataDir: string): void {
   try {
     accessSync(dataDir, constants.W_OK);
   } catch (err) {

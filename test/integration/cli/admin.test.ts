@@ -145,16 +145,27 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     assert.deepEqual(readdirSync(empty), []);
   });
 
-  test('a data dir on a read-only mount (outside a systemd unit\'s ReadWritePaths=): said as such, not as permissions', async (t) => {
+  test('a data dir on a read-only mount (outside a systemd unit\'s ReadWritePaths=), or a backup\'s --out on one: said as such, not as permissions', async (t) => {
     const mount = tempMount(t, 4);
     if (!mount) return t.skip('cannot mount a tmpfs here (needs root and CAP_SYS_ADMIN)');
     const dataDir = join(mount, 'data');
     await tillJson(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir });
     execFileSync('mount', ['-o', 'remount,ro', mount]); // unmounted as it is when the test ends
-    for (const args of [['serve', '--port', '0'], ['store', 'list']]) {
+    const out = tempDir(t);
+    // A backup only reads, but SQLite writes the WAL index (till.db-shm) beside the database to read it.
+    for (const args of [['serve', '--port', '0'], ['store', 'list'], ['backup', '--out', out]]) {
       const r = await runTill(args, { dataDir });
       assert.equal(r.code, 1, args[0]);
       assert.equal(r.stderr, `till: the data directory ${dataDir} is on a read-only file system, and Till writes there (under systemd: name it in the unit's ReadWritePaths=)\n`, args[0]);
+    }
+    assert.deepEqual(readdirSync(out), []);
+    // A backup into the read-only mount: no permission would help.
+    const writable = tempDir(t);
+    await tillJson(['store', 'create', '--name', 'S', '--mode', 'test'], { dataDir: writable });
+    for (const into of [mount, join(mount, 'backups')]) {
+      const r = await runTill(['backup', '--out', into], { dataDir: writable });
+      assert.equal(r.code, 1, into);
+      assert.match(r.stderr, /^till: cannot (write in|create) --out .* \(EROFS\): it is on a read-only file system; give a folder on a writable one\n$/, into);
     }
   });
 
