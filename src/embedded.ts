@@ -51,7 +51,7 @@ export function cacheDir(env: NodeJS.ProcessEnv = process.env): string {
   const home = env.HOME ?? homedir();
   const xdg = env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : join(home, '.cache');
   // An empty HOME would put it in whatever folder the command runs from.
-  if (!isAbsolute(xdg)) throw new Error(`no folder for it: HOME is not set; set ${CACHE_DIR_ENV}`);
+  if (!isAbsolute(xdg)) throw new Error('HOME is not set, so there is no ~/.cache');
   return join(xdg, 'till');
 }
 
@@ -61,9 +61,8 @@ export function cacheDir(env: NodeJS.ProcessEnv = process.env): string {
  * at the same moment) sees no file or the whole one, and two writers just
  * rename identical bytes over each other.
  */
-function extract(name: Extractable): string {
+function extract(name: Extractable, dir = cacheDir()): string {
   const entry = readManifest()[name];
-  const dir = cacheDir();
   const target = join(dir, entry.file);
   if (statSync(target, { throwIfNoEntry: false })?.size === entry.size) return target;
   makeDirs(dir, 0o700);
@@ -108,15 +107,18 @@ export function loadNativeAddon(name: 'better-sqlite3' | 'zeromq'): object {
   const done = loaded.get(name);
   if (done) return done;
   const module = { exports: {} };
+  let dir = '';
   let path = '';
   try {
-    path = extract(name);
+    dir = cacheDir();
+    path = extract(name, dir);
     process.dlopen(module, path);
   } catch (err) {
+    // One line, as every error: what failed, where, and the one setting that fixes it.
+    const failed = path ? `load the ${name} native addon from ${path}` : `write the binary's native addons${dir ? ` to ${dir}` : ''}`;
     process.stderr.write(
-      `till: cannot load the ${name} native addon${path ? ` from ${path}` : ''}: ${(err as Error).message}\n` +
-        `till: the binary writes its native addons to a folder and runs them from there: set ${CACHE_DIR_ENV} to one this user can write and run code from` +
-        `${path ? ` (or remove ${path} if it is damaged)` : ''}\n`,
+      `till: cannot ${failed} (${(err as Error).message}): set ${CACHE_DIR_ENV} to a folder this user can write and run code from` +
+        `${path ? ' (not a noexec mount), or remove that file if it is damaged' : ''}\n`,
     );
     process.exit(1);
   }

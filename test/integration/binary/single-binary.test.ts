@@ -30,6 +30,22 @@ describe('the single binary', () => {
 
   test('runs the CLI and serves the demo from an empty folder', (t) => servesTheDemo(t, [binary]));
 
+  test('a cache folder it cannot write, or none: one line saying which and what to set, for every command (--version too: ZeroMQ\'s addon loads as it starts)', async (t) => {
+    const file = join(tempDir(t, 'till-cache-'), 'a-file');
+    writeFileSync(file, '');
+    const cwd = tempDir(t, 'till-cwd-');
+    for (const [env, line] of [
+      [{ TILL_CACHE_DIR: join(file, 'cache') }, `till: cannot write the binary's native addons to ${join(file, 'cache')} (ENOTDIR: not a directory, mkdir '${join(file, 'cache')}'): set TILL_CACHE_DIR to a folder this user can write and run code from\n`],
+      [{ HOME: '' }, "till: cannot write the binary's native addons (HOME is not set, so there is no ~/.cache): set TILL_CACHE_DIR to a folder this user can write and run code from\n"],
+    ] as const) {
+      for (const args of [['--version'], ['store', 'list']]) {
+        const r = await run(binary, args, { cwd, env: { PATH: '/usr/bin:/bin', ...env } }).then(() => null, (err: { code: number; stdout: string; stderr: string }) => err);
+        assert.ok(r, `${args.join(' ')} ran without a cache folder`);
+        assert.deepEqual([r.code, r.stdout, r.stderr], [1, '', line], args.join(' '));
+      }
+    }
+  });
+
   test('install.sh checks it, then installs it under a prefix; --system --dry-run shows its plan and changes nothing', async (t) => {
     const prefix = join(tempDir(t, 'till-prefix-'), 'bin');
     // A root shell's PATH (useradd is in /usr/sbin).
