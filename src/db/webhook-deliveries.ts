@@ -55,6 +55,11 @@ export interface DeliveryFilter {
 /** Why a delivery waiting for an endpoint became a dead letter at once (services/webhooks.ts); migration 0010's index names them too. */
 export const SET_ASIDE = { disabled: 'endpoint disabled', deleted: 'endpoint deleted' } as const;
 
+/** A dead letter because its endpoint was disabled or deleted, not because the receiver kept failing. */
+export function isSetAside(d: Pick<DeliveryRecord, 'status' | 'lastError'>): boolean {
+  return d.status === 'dead_letter' && (d.lastError === SET_ASIDE.disabled || d.lastError === SET_ASIDE.deleted);
+}
+
 // An attempt's outcome is written as plain statements (see statementsToFinishAttempt).
 // They act while the delivery is still attempting, or when its endpoint was
 // disabled or deleted while the attempt was under way (set aside once the
@@ -107,8 +112,10 @@ export function createWebhookDeliveriesRepo(db: Db) {
     `SELECT ${DUE_COLUMNS} FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
      WHERE d.id = ? AND d.status = 'attempting'`,
   );
+  // Why it was set aside goes (its endpoint takes deliveries again): its last error is again its last attempt's, if any.
   const replay = db.prepare<[number, string]>(
-    `UPDATE webhook_deliveries SET status = 'attempting', attempts = 0, next_attempt_at = ?, completed_at = NULL
+    `UPDATE webhook_deliveries SET status = 'attempting', attempts = 0, next_attempt_at = ?, completed_at = NULL,
+       last_error = CASE WHEN last_error IN ('${SET_ASIDE.disabled}', '${SET_ASIDE.deleted}') THEN NULL ELSE last_error END
      WHERE id = ? AND status IN ('dead_letter', 'failed')`,
   );
   const readdress = db.prepare<[string, string, string]>(

@@ -1,6 +1,6 @@
 import { toIso, toIsoOrNull } from '../clock.ts';
 import type { EndpointRecord } from '../db/webhook-endpoints.ts';
-import type { AttemptRecord, DeliveryRecord } from '../db/webhook-deliveries.ts';
+import { isSetAside, type AttemptRecord, type DeliveryRecord } from '../db/webhook-deliveries.ts';
 
 export function endpointView(e: EndpointRecord) {
   return {
@@ -17,6 +17,9 @@ export function endpointView(e: EndpointRecord) {
 }
 
 export function deliveryView(d: DeliveryRecord, attempts?: AttemptRecord[]) {
+  // A set-aside dead letter's last word is its endpoint's state (last_error): an earlier attempt's code and
+  // body beside it read as the receiver's last answer. Those stay in attempt_log.
+  const setAside = isSetAside(d);
   return {
     id: d.id,
     object: 'webhook_delivery' as const,
@@ -29,9 +32,9 @@ export function deliveryView(d: DeliveryRecord, attempts?: AttemptRecord[]) {
     total_attempts: d.totalAttempts,
     next_attempt_at: toIsoOrNull(d.nextAttemptAt),
     last_attempt_at: toIsoOrNull(d.lastAttemptAt),
-    last_status_code: d.lastStatusCode,
+    last_status_code: setAside ? null : d.lastStatusCode,
     last_error: d.lastError,
-    response_body: d.responseBody,
+    response_body: setAside ? null : d.responseBody,
     created_at: toIso(d.createdAt),
     completed_at: toIsoOrNull(d.completedAt),
     ...(attempts

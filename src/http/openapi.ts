@@ -151,9 +151,9 @@ const schemas = {
     total_attempts: { type: 'integer' },
     next_attempt_at: nullable('string', { format: 'date-time' }),
     last_attempt_at: nullable('string', { format: 'date-time' }),
-    last_status_code: nullable('integer'),
+    last_status_code: nullable('integer', { description: 'the last attempt\'s; null on a dead letter set aside (last_error endpoint disabled or deleted): see attempt_log' }),
     last_error: nullable('string'),
-    response_body: nullable('string', { description: 'first 4 KiB of the receiver\'s answer' }),
+    response_body: nullable('string', { description: 'first 4 KiB of the last attempt\'s answer; null on a dead letter set aside, as last_status_code' }),
     created_at: { type: 'string', format: 'date-time' },
     completed_at: nullable('string', { format: 'date-time' }),
     attempt_log: {

@@ -153,10 +153,20 @@ describe('webhook delivery', () => {
     assert.match((await runTillBeside(f.till, ['deliveries', 'show', held.id])).stdout, /last error: endpoint disabled/);
     // Each line names its event and invoice: deliveries are told apart without a `show` each.
     assert.match((await runTillBeside(f.till, ['deliveries', 'list'])).stdout, new RegExp(`${held.id}\\s+dead_letter\\s+1 try\\s+endpoint disabled\\s+invoice\\.created\\s+${inv.id}\\s+http`));
+    // Its JSON says why it is a dead letter, not that the receiver answered 500 last: that answer is in its attempts.
+    const [listed] = JSON.parse((await runTillBeside(f.till, ['--json', 'deliveries', 'list', '--status', 'dead_letter'])).stdout);
+    assert.deepEqual([listed.id, listed.last_error, listed.last_status_code, listed.response_body, listed.total_attempts], [held.id, 'endpoint disabled', null, null, 1]);
+    const shown = JSON.parse((await runTillBeside(f.till, ['--json', 'deliveries', 'show', held.id])).stdout);
+    assert.deepEqual([shown.last_status_code, shown.response_body], [null, null]);
+    assert.deepEqual(shown.attempt_log.map((a: { status_code: number }) => a.status_code), [500]);
     assert.equal((await runTillBeside(f.till, ['webhooks', 'enable', '--store', f.store.storeId, f.endpointId])).code, 0);
-    const replay = await runTillBeside(f.till, ['deliveries', 'replay', held.id]);
+    const replay = await runTillBeside(f.till, ['--json', 'deliveries', 'replay', held.id]);
     assert.equal(replay.code, 0, replay.stderr);
     assert.equal(deliveriesOf(f.till)[0]!.status, 'attempting');
+    // Replayed, its endpoint enabled: no longer "endpoint disabled", but what the receiver last answered.
+    const [replayed] = JSON.parse(replay.stdout).replayed;
+    assert.deepEqual([replayed.last_error, replayed.last_status_code], [null, 500]);
+    assert.match((await runTillBeside(f.till, ['deliveries', 'list'])).stdout, new RegExp(`${held.id}\\s+attempting\\s+1 try\\s+500\\s`));
     f.till.clock.set(Date.now() + 60_000); // past the CLI's clock, which dated the replay
     await f.till.rt.webhooks.runOnce(); // a 500 again
     // Counted as `deliveries show` lists them: every attempt, those before the replay too.
