@@ -49,7 +49,8 @@ export function deliveriesCommand(): Command {
     .option('--store <id>', 'with --all-dead: only this store')
     .action(function (this: Command, id: string | undefined) {
       const o = this.opts();
-      if (Boolean(id) === Boolean(o.allDead)) this.error('give a delivery id or --all-dead');
+      if (id && o.allDead) this.error('give a delivery id or --all-dead, not both');
+      if (!id && !o.allDead) this.error('give a delivery id or --all-dead');
       if (id && o.store) this.error('--store goes with --all-dead; a delivery id names its delivery');
       const { replayed, left } = withContext(this, (ctx) => (id ? { replayed: [replayDelivery(ctx, id)], left: 0 } : replayAllDead(ctx, o.store)));
       const ds = replayed.map((d) => deliveryView(d));

@@ -66,7 +66,8 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     ['unknown store', ['store', 'show', 'sto_nope'], /no store sto_nope/],
     ['unknown command', ['stores'], /unknown command 'stores'/],
     ['bad config', ['--port', 'eighty', 'store', 'list'], /--port must be an integer/],
-    ['replay of nothing', ['deliveries', 'replay'], /give a delivery id or --all-dead/],
+    ['replay of nothing', ['deliveries', 'replay'], /give a delivery id or --all-dead$/m],
+    ['replay of one and all', ['deliveries', 'replay', 'dlv_x', '--all-dead'], /give a delivery id or --all-dead, not both$/m],
     ['rotate without a store', ['webhooks', 'rotate'], /give --store <id> with --endpoint <id> or --callback/],
     ['store set with nothing to set', ['store', 'set', 'sto_x'], /give a setting to change \(--name, --mode, --confirmations, /],
   ];
