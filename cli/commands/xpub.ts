@@ -22,9 +22,13 @@ export function xpubCommand(): Command {
     .action(function (this: Command, key: string) {
       const o = this.opts();
       const r = withContext(this, (ctx) => addXpub(ctx, { storeId: o.store, env: o.env, key, gapLimit: o.gapLimit }));
-      emit(this.optsWithGlobals(), { xpub: xpubView(r.xpub), retired: r.retired && xpubView(r.retired), first_addresses: r.firstAddresses }, () =>
+      const out = { xpub: xpubView(r.xpub), retired: r.retired && xpubView(r.retired), already_active: r.alreadyActive, first_addresses: r.firstAddresses };
+      emit(this.optsWithGlobals(), out, () =>
         [
-          `added ${r.xpub.id} (${r.xpub.scriptType}) as the active ${r.xpub.env} key of ${r.xpub.storeId}`,
+          // The same key again (a rerun setup script, say): "added" would read as a second key.
+          r.alreadyActive
+            ? `${r.xpub.id} (${r.xpub.scriptType}) is already the active ${r.xpub.env} key of ${r.xpub.storeId} (gap limit ${r.xpub.gapLimit})`
+            : `added ${r.xpub.id} (${r.xpub.scriptType}) as the active ${r.xpub.env} key of ${r.xpub.storeId}`,
           r.retired ? `retired ${r.retired.id}; its issued addresses stay watched` : null,
           'first receive addresses, compare them with your wallet:',
           ...r.firstAddresses.map((a, i) => `  0/${i}  ${a}`),

@@ -24,7 +24,7 @@ export interface AddXpubInput {
  * invoices). Returns the first receive addresses for the merchant to compare
  * with their wallet.
  */
-export function addXpub(ctx: Context, input: AddXpubInput): { xpub: XpubRecord; retired: XpubRecord | null; firstAddresses: string[] } {
+export function addXpub(ctx: Context, input: AddXpubInput): { xpub: XpubRecord; retired: XpubRecord | null; alreadyActive: boolean; firstAddresses: string[] } {
   const gapLimit = input.gapLimit ?? GAP_LIMIT.default;
   if (!Number.isSafeInteger(gapLimit) || gapLimit < GAP_LIMIT.min || gapLimit > GAP_LIMIT.max) {
     throw invalidField('gap_limit', `gap limit must be an integer from ${GAP_LIMIT.min} to ${GAP_LIMIT.max}`);
@@ -57,7 +57,7 @@ export function addXpub(ctx: Context, input: AddXpubInput): { xpub: XpubRecord; 
       id = newId('xpb', now);
       ctx.repos.xpubs.insert({ id, storeId: store.id, env: input.env, keyText: key.normalized, scriptType: key.scriptType, keyNetwork: key.keyNetwork, gapLimit, createdAt: now });
     }
-    return { xpub: ctx.repos.xpubs.get(id)!, retired };
+    return { xpub: ctx.repos.xpubs.get(id)!, retired, alreadyActive: same !== undefined && current?.id === same.id };
   });
   const firstAddresses = deriveAddresses(ctx, result.xpub, 0, 3).map((a) => a.address);
   return { ...result, firstAddresses };

@@ -218,6 +218,12 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     // that key again, never a second one starting at index 0 over addresses already handed out.
     const again = await tillJson(['xpub', 'add', '--store', store.id, '--env', 'live', `wpkh(${testTpub('cli-2')}/0/*)`], { dataDir, env });
     assert.equal(again.xpub.id, desc.xpub.id);
+    assert.equal(again.already_active, false, 'it was retired');
+    // The active key added again (a setup script run twice) changes nothing, and says so rather than "added".
+    const rerun = await runTill(['xpub', 'add', '--store', store.id, '--env', 'live', `wpkh(${testTpub('cli-2')}/0/*)`], { dataDir, env });
+    assert.equal(rerun.code, 0, rerun.stderr);
+    assert.match(rerun.stdout, new RegExp(`^${desc.xpub.id} \\(p2wpkh\\) is already the active live key of ${store.id} \\(gap limit 20\\)\n`));
+    assert.doesNotMatch(rerun.stdout, /added|retired/);
     const other = await tillJson(['store', 'create', '--name', 'T', '--mode', 'live'], { dataDir, env });
     const shared = await runTill(['xpub', 'add', '--store', other.id, '--env', 'live', `pkh(${testTpub('cli')})`], { dataDir, env });
     assert.equal(shared.code, 1);
