@@ -35,6 +35,8 @@ export interface UnspentOutput {
   sats: number;
   height: number;
   scriptHex: string;
+  /** A coinbase output (false where the node does not say: Core before 25). */
+  coinbase: boolean;
 }
 
 /**
@@ -220,6 +222,7 @@ export class Bitcoind {
         sats,
         height: expectInteger(x.height, 'scantxoutset.height'),
         scriptHex: expectHex(x.scriptPubKey, 'scantxoutset.scriptPubKey'),
+        coinbase: x.coinbase === true,
       };
     });
   }

@@ -42,6 +42,7 @@ interface PaymentRow {
   confirmations: number;
   first_seen_at: number;
   replaced_at: number | null;
+  coinbase: 0 | 1;
 }
 
 
@@ -66,6 +67,7 @@ const toPayment = (r: PaymentRow): Payment => ({
   confirmations: r.confirmations,
   blockHeight: r.block_height,
   blockHash: r.block_hash,
+  coinbase: r.coinbase === 1,
   firstSeenAt: r.first_seen_at,
   ...(r.status === 'replaced' ? { replacedAt: r.replaced_at } : {}),
 });
@@ -160,8 +162,9 @@ export function createInvoicesRepo(db: Db) {
   const unwatchedSince = db.prepare<[number, number], { rowid: number; script_hex: string }>(
     'SELECT rowid, script_hex FROM invoices WHERE watch_until > ? AND watch_until <= ?',
   );
-  const withPaymentsAbove = db.prepare<[number], InvoiceRow>(
-    'SELECT rowid, * FROM invoices WHERE id IN (SELECT invoice_id FROM payments WHERE block_height >= ?)',
+  const withPaymentsAbove = db.prepare<[number, number], InvoiceRow>(
+    `SELECT rowid, * FROM invoices WHERE id IN (SELECT invoice_id FROM payments WHERE block_height >= ?
+       UNION SELECT invoice_id FROM payments WHERE coinbase = 1 AND block_height >= ?)`,
   );
   const finishedWatchedWhileNeeded = db.prepare<[number], InvoiceRow>(
     "SELECT rowid, * FROM invoices WHERE watch_until = ? AND status <> 'pending'",
@@ -197,11 +200,11 @@ export function createInvoicesRepo(db: Db) {
      WHERE id = @id`,
   );
   const upsertPayment = db.prepare(
-    `INSERT INTO payments (txid, vout, invoice_id, amount_sats, status, block_hash, block_height, confirmations, first_seen_at, replaced_at)
-     VALUES (@txid, @vout, @invoiceId, @amountSats, @status, @blockHash, @blockHeight, @confirmations, @firstSeenAt, @replacedAt)
+    `INSERT INTO payments (txid, vout, invoice_id, amount_sats, status, block_hash, block_height, confirmations, first_seen_at, replaced_at, coinbase)
+     VALUES (@txid, @vout, @invoiceId, @amountSats, @status, @blockHash, @blockHeight, @confirmations, @firstSeenAt, @replacedAt, @coinbase)
      ON CONFLICT (txid, vout) DO UPDATE SET status = excluded.status, block_hash = excluded.block_hash,
        block_height = excluded.block_height, confirmations = excluded.confirmations,
-       first_seen_at = MIN(first_seen_at, excluded.first_seen_at), replaced_at = excluded.replaced_at`,
+       first_seen_at = MIN(first_seen_at, excluded.first_seen_at), replaced_at = excluded.replaced_at, coinbase = excluded.coinbase`,
   );
   const deletePayment = db.prepare<[string, number]>('DELETE FROM payments WHERE txid = ? AND vout = ?');
   const duePending = db.prepare<[number, number, number], InvoiceRow>(
@@ -273,8 +276,9 @@ export function createInvoicesRepo(db: Db) {
     listUnwatchedBetween(from: number, to: number): Array<{ rowid: number; scriptHex: string }> {
       return unwatchedSince.all(from, to).map((r) => ({ rowid: r.rowid, scriptHex: r.script_hex }));
     },
-    listWithPaymentsFromHeight(height: number): StoredInvoice[] {
-      return loadMany(withPaymentsAbove.all(height));
+    /** Invoices with a payment mined from `height` up, or a coinbase payment mined from `coinbaseHeight` up. */
+    listWithPaymentsFromHeight(height: number, coinbaseHeight: number): StoredInvoice[] {
+      return loadMany(withPaymentsAbove.all(height, coinbaseHeight));
     },
     /** Invoices past pending still watched while needed (see chain-payments settleWatchEnds). */
     listFinishedWatchedWhileNeeded(): StoredInvoice[] {
@@ -321,7 +325,7 @@ export function createInvoicesRepo(db: Db) {
       const kept = new Set(after.payments.map(outpointKey));
       for (const p of before.payments) if (!kept.has(outpointKey(p))) deletePayment.run(p.txid, p.vout);
       for (const p of after.payments) {
-        upsertPayment.run({ ...p, invoiceId: after.id, blockHash: p.blockHash ?? null, replacedAt: p.replacedAt ?? null });
+        upsertPayment.run({ ...p, invoiceId: after.id, blockHash: p.blockHash ?? null, replacedAt: p.replacedAt ?? null, coinbase: p.coinbase ? 1 : 0 });
       }
     },
     /** These invoices with their payments, in no particular order; unknown ids are left out. */

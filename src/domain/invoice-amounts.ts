@@ -2,14 +2,34 @@ import type { Invoice, Payment } from './invoice.ts';
 
 // How payments add up. A payment counts unless it was replaced (RBF or double
 // spend). It is confirmed once it has the invoice's required confirmations; with
-// 0 required, every counting payment (mempool included) is confirmed.
+// 0 required, every counting payment (mempool included) is confirmed. A
+// coinbase is unconfirmed money until it is mature: consensus lets it be spent
+// only after COINBASE_MATURITY confirmations, and a reorg that drops its block
+// drops it for good (it never goes back to the mempool).
+
+/** Confirmations before a coinbase output may be spent (Bitcoin Core's COINBASE_MATURITY). */
+export const COINBASE_MATURITY = 100;
 
 export function isCounting(payment: Payment): boolean {
   return payment.status !== 'replaced';
 }
 
 export function isConfirmed(payment: Payment, confirmationsRequired: number): boolean {
-  return isCounting(payment) && payment.confirmations >= confirmationsRequired;
+  return isCounting(payment) && payment.confirmations >= confirmationsNeeded(payment, confirmationsRequired);
+}
+
+/**
+ * The confirmations at which a payment is confirmed: the invoice's, and for a
+ * coinbase at least COINBASE_MATURITY, unless the invoice requires none (it
+ * counts at once, as a mempool payment does).
+ */
+export function confirmationsNeeded(payment: Payment, confirmationsRequired: number): number {
+  return payment.coinbase && confirmationsRequired > 0 ? Math.max(confirmationsRequired, COINBASE_MATURITY) : confirmationsRequired;
+}
+
+/** A coinbase in a block that cannot be spent yet: held like an unconfirmed payment. */
+export function isImmatureCoinbase(payment: Payment): boolean {
+  return payment.coinbase && payment.status === 'confirmed' && payment.confirmations < COINBASE_MATURITY;
 }
 
 export function sumSats(payments: readonly Payment[], include: (payment: Payment) => boolean): number {

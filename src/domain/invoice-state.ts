@@ -1,7 +1,7 @@
 import { ApiError } from './errors.ts';
 import type { InvoiceEventType } from './event-types.ts';
 import { PAYMENT_STATUSES, type Invoice, type Payment } from './invoice.ts';
-import { isConfirmed, isCounting, sumSats } from './invoice-amounts.ts';
+import { isConfirmed, isCounting, isImmatureCoinbase, sumSats } from './invoice-amounts.ts';
 import { isSimulatedPayment } from './synthetic-payment.ts';
 
 export { amountConfirmed, amountReceived } from './invoice-amounts.ts';
@@ -24,6 +24,12 @@ export { amountConfirmed, amountReceived } from './invoice-amounts.ts';
 // - A paid invoice "holds" a payment that is in a block (or, with 0 confirmations
 //   required, counting at all). A shallow reorg that leaves it in a block with
 //   fewer confirmations is not a reversal; back to mempool, replaced or gone is.
+// - A coinbase with fewer than COINBASE_MATURITY (100) confirmations is held
+//   and counted like an unconfirmed payment (it cannot be spent yet, and a
+//   reorg loses it for good): it pays an invoice that requires 0 confirmations
+//   at once, any other once it has both the required confirmations and 100.
+//   One seen before expires_at keeps the invoice waiting for it, as any
+//   on-time payment confirmed late does.
 // - firstSeenAt only moves earlier: a watcher that re-learns a payment after a
 //   restart cannot turn an on-time payment into a late one.
 
@@ -93,13 +99,14 @@ export const REPLACED_MAY_BE_MINED_MS = 14 * 24 * 3600_000;
  *   gone from Till's node (evicted, or a reorg's loser), it may still be mined,
  *   and then it counts again. Counted from when Till found it gone, not from
  *   its first sighting, which a fee bump inherits from what it replaced: other
- *   nodes took the bump when it was sent, which may be days later.
+ *   nodes took the bump when it was sent, which may be days later. Not a
+ *   coinbase: one whose block left the chain can never be mined again.
  */
 export function watchUntil(invoice: Invoice): number | null {
   const end = watchEnd(invoice);
   if (end === null) return null;
   return invoice.payments.reduce(
-    (until, p) => (p.status === 'replaced' && !isSimulatedPayment(invoice, p.txid) ? Math.max(until, (p.replacedAt ?? p.firstSeenAt) + REPLACED_MAY_BE_MINED_MS) : until),
+    (until, p) => (p.status === 'replaced' && !p.coinbase && !isSimulatedPayment(invoice, p.txid) ? Math.max(until, (p.replacedAt ?? p.firstSeenAt) + REPLACED_MAY_BE_MINED_MS) : until),
     end,
   );
 }
@@ -238,7 +245,7 @@ function cancel(invoice: Invoice, now: number): Transition {
  */
 function findCoverageChange(before: Invoice, after: Invoice): DomainEvent | null {
   if (before.status !== 'paid' && before.status !== 'late_paid') return null;
-  const held = (p: Payment) => isCounting(p) && (before.confirmationsRequired === 0 || p.status === 'confirmed');
+  const held = (p: Payment) => isCounting(p) && (before.confirmationsRequired === 0 || (p.status === 'confirmed' && !isImmatureCoinbase(p)));
   const covered = (payments: readonly Payment[]) => sumSats(payments, held) >= before.amountSats;
   const [was, is] = [covered(before.payments), covered(after.payments)];
   if (was === is) return null;
@@ -282,6 +289,7 @@ const PAYMENT_CHECKS: ReadonlyArray<[problem: string, holds: (p: Payment) => boo
   ['status is unknown', (p) => PAYMENT_STATUSES.includes(p.status)],
   ['confirmations is not a non-negative integer', (p) => Number.isSafeInteger(p.confirmations) && p.confirmations >= 0],
   ['only a confirmed payment has confirmations', (p) => (p.status === 'confirmed') === p.confirmations > 0],
+  ['a coinbase is never in the mempool', (p) => !(p.coinbase && p.status === 'mempool')],
   ['firstSeenAt is not a time', (p) => Number.isFinite(p.firstSeenAt)],
 ];
 

@@ -37,6 +37,7 @@ export function invoiceView(inv: Invoice, baseUrl: string) {
       confirmations: p.confirmations,
       block_height: p.blockHeight,
       status: p.status,
+      coinbase: p.coinbase,
       first_seen_at: toIso(p.firstSeenAt),
     })),
     expires_at: toIso(inv.expiresAt),

@@ -14,6 +14,12 @@ export interface Payment {
   status: PaymentStatus;
   /** Confirmations now (0 for mempool and replaced). */
   confirmations: number;
+  /**
+   * A coinbase output (a block's first transaction: a miner or pool paying
+   * straight from the block). `status` still says where it is; it counts as
+   * confirmed only once it can be spent (invoice-amounts.ts).
+   */
+  coinbase: boolean;
   blockHeight: number | null;
   /** The block that confirmed it (chain payments only). */
   blockHash?: string | null;

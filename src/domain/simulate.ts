@@ -1,6 +1,6 @@
 import { ApiError } from './errors.ts';
 import type { Invoice, Payment } from './invoice.ts';
-import { amountReceived, isCounting, sumSats } from './invoice-amounts.ts';
+import { amountReceived, confirmationsNeeded, isCounting, sumSats } from './invoice-amounts.ts';
 import { isFullyExpired, transition, type Transition } from './invoice-state.ts';
 import { syntheticTxid } from './synthetic-payment.ts';
 
@@ -88,7 +88,8 @@ function payLate(invoice: Invoice, now: number): Transition {
 function confirmAndTopUp(invoice: Invoice, now: number): Payment[] {
   const confirmations = Math.max(invoice.confirmationsRequired, 1);
   const confirmed = invoice.payments.map((p): Payment =>
-    isCounting(p) ? { ...p, status: 'confirmed', confirmations: Math.max(p.confirmations, confirmations) } : p,
+    // A coinbase is confirmed only once mature (invoice-amounts.ts).
+    isCounting(p) ? { ...p, status: 'confirmed', confirmations: Math.max(p.confirmations, confirmations, confirmationsNeeded(p, invoice.confirmationsRequired)) } : p,
   );
   const missing = invoice.amountSats - sumSats(confirmed, isCounting);
   return missing > 0 ? addSyntheticPayment(confirmed, invoice.id, missing, confirmations, now) : confirmed;
@@ -111,6 +112,7 @@ function addSyntheticPayment(
     status: confirmations > 0 ? 'confirmed' : 'mempool',
     confirmations,
     blockHeight: null,
+    coinbase: false,
     firstSeenAt: now,
   };
   return [...payments, payment];

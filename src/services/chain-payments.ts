@@ -3,7 +3,7 @@ import type { UnspentOutput } from '../bitcoin/bitcoind.ts';
 import { WatchSet } from '../bitcoin/watch-set.ts';
 import type { StoredInvoice } from '../db/invoices.ts';
 import type { Payment } from '../domain/invoice.ts';
-import { isCounting } from '../domain/invoice-amounts.ts';
+import { COINBASE_MATURITY, confirmationsNeeded, isCounting } from '../domain/invoice-amounts.ts';
 import { joinUntil, outpointKey, REPLACED_MAY_BE_MINED_MS, transition, watchUntil, type Fact } from '../domain/invoice-state.ts';
 import { isSimulatedPayment } from '../domain/synthetic-payment.ts';
 import type { Context } from './context.ts';
@@ -31,7 +31,10 @@ export function recordBlockSeen(ctx: Context, block: { height: number; hash: str
 
 /** Confirmation counts are kept current for payments this many blocks deep (below the block a change starts at). */
 export const CONFIRMATION_TRACKING_DEPTH = 1000;
-/** Invoices with payments this close to the tip (below the block a change starts at) are re-evaluated on every change. */
+/**
+ * Invoices with payments this close to the tip (below the block a change starts at) are re-evaluated on every
+ * change; with a coinbase payment, COINBASE_MATURITY close (it is confirmed at 100 confirmations).
+ */
 const STATE_DEPTH = 7;
 const BLOCKS_KEPT = 1000;
 
@@ -177,7 +180,7 @@ export function applyMempoolTx(ctx: Context, watch: WatchSet, tx: Transaction, f
       // Core republishes a transaction when it is mined: never downgrade.
       if (existing && existing.status !== 'replaced') continue;
       const seenAt = replacementSeenAt(entry.inv, replaced.txids, matches, firstSeenAt);
-      const payment: Payment = { txid, vout: m.vout, amountSats: m.sats, status: 'mempool', confirmations: 0, blockHeight: null, blockHash: null, firstSeenAt: seenAt };
+      const payment: Payment = { txid, vout: m.vout, amountSats: m.sats, status: 'mempool', confirmations: 0, blockHeight: null, blockHash: null, coinbase: false, firstSeenAt: seenAt };
       entry.payments = withPayment(entry.inv, entry.payments, payment);
     }
     // Each time, not only when new: a payment back in the mempool after a reorg, or known from before migration 0007.
@@ -242,7 +245,7 @@ export interface BlockHeader {
 
 /** What a block on the best chain brings: where it sits, and the watched outputs it pays (with what their transaction spends). */
 export interface BlockFacts extends BlockHeader {
-  found: Array<OutputMatch & { txid: string; spends: string[] }>;
+  found: Array<OutputMatch & { txid: string; spends: string[]; coinbase: boolean }>;
 }
 
 /** The hash of the block a block builds on, in RPC byte order. */
@@ -260,7 +263,7 @@ export function readBlock(ctx: Context, watch: WatchSet, block: Block, height: n
     found: (block.transactions ?? []).flatMap((tx) => {
       const matches = matchOutputs(ctx, watch, tx);
       if (matches.length === 0) return [];
-      const found = { txid: tx.getId(), spends: spentOutpoints(tx) };
+      const found = { txid: tx.getId(), spends: spentOutpoints(tx), coinbase: tx.isCoinbase() };
       return matches.map((m) => ({ ...m, ...found }));
     }),
   };
@@ -305,8 +308,9 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
       }
       return entry;
     };
-    // A disconnected block's payment is unconfirmed again, unless the new branch double-spent it.
-    const unmined = (p: Payment) => (change.gone?.has(p.txid) ? ('replaced' as const) : ('mempool' as const));
+    // A disconnected block's payment is unconfirmed again, unless the new branch double-spent it, or it is
+    // a coinbase: that never goes back to the mempool, and is gone for good.
+    const unmined = (p: Payment) => (p.coinbase || change.gone?.has(p.txid) ? ('replaced' as const) : ('mempool' as const));
     for (const { height, hash } of change.disconnected) {
       ctx.chain.blockChanges++;
       for (const inv of ctx.repos.invoices.listWithPaymentsInBlock(hash)) {
@@ -334,7 +338,7 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
         const entry = take(m.invoice.id, () => ctx.repos.invoices.get(m.invoice.id)!);
         // Its transaction's outputs are looked for only when it replaced something: a block may pay thousands.
         const seenAt = replaced.txids.size === 0 ? blockSeenAt : replacementSeenAt(entry.before, replaced.txids, b.found.filter((o) => o.txid === m.txid), blockSeenAt);
-        const payment: Payment = { txid: m.txid, vout: m.vout, amountSats: m.sats, status: 'confirmed', confirmations: 1, blockHeight: b.height, blockHash: b.hash, firstSeenAt: seenAt };
+        const payment: Payment = { txid: m.txid, vout: m.vout, amountSats: m.sats, status: 'confirmed', confirmations: 1, blockHeight: b.height, blockHash: b.hash, coinbase: m.coinbase, firstSeenAt: seenAt };
         const next = withPayment(entry.before, entry.payments, payment);
         if (next === entry.payments) entry.refused.push(payment);
         entry.payments = next;
@@ -347,8 +351,8 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
     const countedFrom = base - CONFIRMATION_TRACKING_DEPTH + 1;
     // Counts first, so every evaluation below sees the payments at the new tip's depth.
     ctx.repos.invoices.refreshConfirmations(tip, countedFrom);
-    // Invoices with recent payments may cross their confirmation threshold now.
-    for (const inv of ctx.repos.invoices.listWithPaymentsFromHeight(base - STATE_DEPTH + 1)) take(inv.id, () => inv);
+    // Invoices with recent payments may cross their confirmation threshold now, and with a coinbase its maturity.
+    for (const inv of ctx.repos.invoices.listWithPaymentsFromHeight(base - STATE_DEPTH + 1, base - COINBASE_MATURITY + 1)) take(inv.id, () => inv);
     const lastTime = change.connected.at(-1)?.time ?? now;
     const changed = [...touched.values()].map(({ before, payments, refused }) => {
       const counted = countedAt(payments, tip, countedFrom);
@@ -390,14 +394,15 @@ function withLateJoiners(ctx: Context, before: StoredInvoice, payments: Payment[
 function settlingBlockTime(before: StoredInvoice, payments: Payment[], blocks: readonly BlockHeader[], now: number): number | null {
   const timeAt = new Map(blocks.map((b) => [b.height, b.time]));
   const known = new Set(before.payments.map(outpointKey));
-  const needed = Math.max(before.confirmationsRequired, 1);
-  const heights = new Set(payments.flatMap((p) => (p.blockHeight === null ? [] : [p.blockHeight, p.blockHeight + needed - 1])));
+  const needed = (p: Payment) => Math.max(confirmationsNeeded(p, before.confirmationsRequired), 1);
+  const heights = new Set(payments.flatMap((p) => (p.blockHeight === null ? [] : [p.blockHeight, p.blockHeight + needed(p) - 1])));
   for (const height of [...heights].filter((h) => timeAt.has(h)).sort((a, b) => a - b)) {
-    // The payments as of `height`: mined above it, a known one was in the mempool, a new one not seen yet.
+    // The payments as of `height`: mined above it, a known one was in the mempool (a coinbase, never there:
+    // off the chain), a new one not seen yet.
     const asOf = payments.flatMap((p): Payment[] => {
       if (p.blockHeight === null) return [p];
       if (p.blockHeight <= height) return [{ ...p, confirmations: height - p.blockHeight + 1 }];
-      return known.has(outpointKey(p)) ? [{ ...p, status: 'mempool', confirmations: 0, blockHeight: null, blockHash: null }] : [];
+      return known.has(outpointKey(p)) ? [{ ...p, status: p.coinbase ? 'replaced' : 'mempool', confirmations: 0, blockHeight: null, blockHash: null }] : [];
     });
     const heldAt = timeAt.get(height)!;
     if (transition(before, { kind: 'payments', payments: asOf, catchingUp: true, heldAt }, now).invoice.status !== before.status) return heldAt;
@@ -446,7 +451,7 @@ export function scannedBlockFacts(ctx: Context, watch: WatchSet, headers: BlockH
     for (const rowid of watch.candidates(Buffer.from(u.scriptHex, 'hex'))) {
       const inv = ctx.repos.invoices.getByRowid(rowid);
       // What it spent is not in the UTXO set: a payment it replaced is found by the mempool check after the blocks.
-      if (inv && inv.scriptHex === u.scriptHex) list.push({ invoice: inv, vout: u.vout, sats: u.sats, txid: u.txid, spends: [] });
+      if (inv && inv.scriptHex === u.scriptHex) list.push({ invoice: inv, vout: u.vout, sats: u.sats, txid: u.txid, spends: [], coinbase: u.coinbase });
     }
   }
   return headers.map((h) => ({ ...h, found: found.get(h.height)! }));

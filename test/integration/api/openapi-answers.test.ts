@@ -63,7 +63,7 @@ function problemsOf(schema: Schema, value: unknown, path = '$'): string[] {
 }
 
 test('the checker finds a missing property, an undocumented one, a wrong type, and a header missing or wrong', () => {
-  const payment = { txid: 'ab', vout: 0, amount_sats: 1, confirmations: 0, block_height: null, status: 'mempool', first_seen_at: '2026-11-26T00:00:00.000Z' };
+  const payment = { txid: 'ab', vout: 0, amount_sats: 1, confirmations: 0, block_height: null, status: 'mempool', coinbase: false, first_seen_at: '2026-11-26T00:00:00.000Z' };
   const schema = doc.components.schemas.Payment;
   assert.deepEqual(problemsOf(schema, payment), []);
   const { vout: _, ...missing } = payment;

@@ -111,30 +111,54 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid']);
   });
 
-  test('coinbases paying two invoices in two blocks: each stays paid, neither replaced by the other', async (t) => {
+  test('coinbases paying two invoices in two blocks: immature, neither counts as confirmed nor replaces the other; one reorged out is gone for good, the other pays at its 100th confirmation', async (t) => {
     const f = await startChainFixture(t, makeNode);
     const a = await createInvoice(f);
     const b = await createInvoice(f);
     await f.node.mine(1, { to: a.address });
     await synced(f);
-    assert.equal((await getInvoice(f, a.id)).status, 'paid');
+    const seenA = await getInvoice(f, a.id);
+    assert.equal(seenA.status, 'pending', 'a coinbase cannot be spent before 100 confirmations: not paid at 1');
+    assert.deepEqual([seenA.payments[0].status, seenA.payments[0].coinbase, seenA.payments[0].confirmations], ['confirmed', true, 1]);
+    assert.ok(seenA.amount_received_sats >= 50_000);
+    assert.equal(seenA.amount_confirmed_sats, 0);
     // Every coinbase "spends" the same null outpoint: that is no conflict between them.
     await f.node.mine(1, { to: b.address });
     await synced(f);
-    const [paidA, paidB] = [await getInvoice(f, a.id), await getInvoice(f, b.id)];
-    assert.equal(paidB.status, 'paid');
-    assert.equal(paidA.payments[0].status, 'confirmed', 'the first coinbase still counts');
-    assert.equal(paidA.payments[0].confirmations, 2);
-    assert.deepEqual(eventTypes(f, a.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid']);
-    // A coinbase reorged out never comes back: the second is lost, the first (still on the chain) is not.
+    const [pendingA, pendingB] = [await getInvoice(f, a.id), await getInvoice(f, b.id)];
+    assert.equal(pendingB.status, 'pending');
+    assert.equal(pendingA.payments[0].status, 'confirmed', 'the first coinbase still counts');
+    assert.equal(pendingA.payments[0].confirmations, 2);
+    assert.deepEqual(eventTypes(f, a.id), ['invoice.created', 'invoice.payment_detected']);
+    // A coinbase reorged out never comes back: the second is lost at once (no wait for a mempool check), the first is not.
     await f.node.reorg(1, {});
     await synced(f);
-    await f.till.rt.chain!.requestSync(true, 'test');
     const [afterA, afterB] = [await getInvoice(f, a.id), await getInvoice(f, b.id)];
-    assert.equal(afterB.payments[0].status, 'replaced');
-    assert.deepEqual(eventTypes(f, b.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid', 'invoice.payment_reversed']);
+    assert.deepEqual([afterB.payments[0].status, afterB.amount_received_sats], ['replaced', 0]);
+    assert.deepEqual(eventTypes(f, b.id), ['invoice.created', 'invoice.payment_detected']);
     assert.equal(afterA.payments[0].status, 'confirmed');
+    // Mature at 100 confirmations: paid then, and only then.
+    await mineAndSync(f, 99 - afterA.payments[0].confirmations);
+    const immature = await getInvoice(f, a.id);
+    assert.deepEqual([immature.status, immature.payments[0].confirmations, immature.amount_confirmed_sats], ['pending', 99, 0]);
+    await mineAndSync(f);
+    const paid = await getInvoice(f, a.id);
+    assert.deepEqual([paid.status, paid.payments[0].confirmations, paid.amount_confirmed_sats], ['paid', 100, paid.amount_received_sats]);
     assert.deepEqual(eventTypes(f, a.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid']);
+  });
+
+  test('a store with 0 confirmations counts an immature coinbase at once; its block reorged away reverses it for good', async (t) => {
+    const f = await startChainFixture(t, makeNode, { confirmations: 0 });
+    const inv = await createInvoice(f);
+    await f.node.mine(1, { to: inv.address });
+    await synced(f);
+    const paid = await getInvoice(f, inv.id);
+    assert.deepEqual([paid.status, paid.payments[0].coinbase, paid.amount_confirmed_sats], ['paid', true, paid.amount_received_sats]);
+    await f.node.reorg(1, {});
+    await synced(f);
+    const reversed = await getInvoice(f, inv.id);
+    assert.deepEqual([reversed.status, reversed.payments[0].status, reversed.amount_received_sats], ['paid', 'replaced', 0]);
+    assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid', 'invoice.payment_reversed']);
   });
 
   test('an output of 0 sats to an invoice address, mined without the mempool: no payment, and the chain is read on past it', async (t) => {
@@ -995,6 +1019,39 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.deepEqual(till2.rt.ctx.repos.invoices.get(target.id)!.payments, []);
     assert.equal(till2.rt.ctx.repos.invoices.get(other.id)!.status, 'paid');
     assert.equal(till2.rt.chain!.health().error, null);
+  });
+
+  onFake('a pruned node: a coinbase found in the UTXO set is one (immature: not paid before 100 confirmations)', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const inv = await createInvoice(f);
+    await f.till.rt.chain!.stop();
+    await f.node.mine(1, { to: inv.address });
+    await f.node.mine(3);
+    fakeOnly(f).pruneBelow((await f.node.tip()).height);
+    const till2 = await startTestTill(t, { clock: f.till.clock, env: { TILL_DATA_DIR: f.till.config.dataDir, ...nodeEnv(f.node) } });
+    await startWatching(till2, f.node);
+    const stored = till2.rt.ctx.repos.invoices.get(inv.id)!;
+    assert.deepEqual([stored.status, stored.payments[0]!.coinbase, stored.payments[0]!.confirmations], ['pending', true, 4]);
+  });
+
+  onFake('a pruned stretch in which an on-time coinbase matures: paid as of the block of its 100th confirmation, not the stretch\'s last', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    const inv = await createInvoice(f);
+    await f.till.rt.chain!.stop();
+    await f.node.mine(1, { to: inv.address });
+    await f.node.mine(98);
+    f.till.clock.advance(HOUR);
+    const maturedAt = f.till.clock.now();
+    await f.node.mine(1);
+    f.till.clock.advance(HOUR);
+    await f.node.mine(5);
+    fakeOnly(f).pruneBelow((await f.node.tip()).height);
+    const till2 = await startTestTill(t, { clock: f.till.clock, env: { TILL_DATA_DIR: f.till.config.dataDir, ...nodeEnv(f.node) } });
+    await startWatching(till2, f.node);
+    const stored = till2.rt.ctx.repos.invoices.get(inv.id)!;
+    assert.deepEqual([stored.status, stored.payments[0]!.confirmations], ['paid', 105]);
+    // Block times have whole seconds.
+    assert.ok(Math.abs(stored.paidAt! - maturedAt) < 1000, `paid at ${new Date(stored.paidAt!).toISOString()}, matured at ${new Date(maturedAt).toISOString()}`);
   });
 
   // 10 blocks: more than Till re-evaluates after each block (7); 1,010: more than it keeps counting confirmations for (1,000).

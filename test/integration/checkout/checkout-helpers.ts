@@ -55,7 +55,7 @@ export async function receivePayment(till: TestTill, id: string, amountSats: num
   const saved = await ctx.writes.run(() => {
     const before = ctx.repos.invoices.get(id);
     assert.ok(before, `invoice ${id}`);
-    const payment = { txid: txidByte.repeat(32), vout: 0, amountSats, status: 'mempool' as const, confirmations: 0, blockHeight: null, firstSeenAt: ctx.clock.now() };
+    const payment = { txid: txidByte.repeat(32), vout: 0, amountSats, status: 'mempool' as const, confirmations: 0, blockHeight: null, coinbase: false, firstSeenAt: ctx.clock.now() };
     const { invoice, events } = transition(before, { kind: 'payments', payments: [...before.payments, payment] }, ctx.clock.now());
     return saveTransition(ctx, before, invoice, events);
   });

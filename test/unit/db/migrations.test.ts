@@ -43,6 +43,20 @@ test('migration 0008: a payment replaced before it is watched from its first sig
   ]);
 });
 
+test('migration 0011: payments recorded before it are ordinary ones (not coinbase); a coinbase flag is 0 or 1', (t) => {
+  const db = new Database(join(tempDir(t), 'v10.db'));
+  t.after(() => db.close());
+  for (const m of MIGRATIONS.slice(0, 10)) db.exec(m.sql);
+  db.pragma('user_version = 10');
+  db.pragma('foreign_keys = OFF'); // payments alone: their invoices do not matter here
+  db.prepare("INSERT INTO payments (txid, vout, invoice_id, amount_sats, status, first_seen_at) VALUES (?, 0, 'inv_x', 1000, 'confirmed', 1000)").run('a'.repeat(64));
+  migrate(db);
+  assert.deepEqual(db.prepare('SELECT txid, coinbase FROM payments').all(), [{ txid: 'a'.repeat(64), coinbase: 0 }]);
+  const insert = db.prepare("INSERT INTO payments (txid, vout, invoice_id, amount_sats, status, first_seen_at, coinbase) VALUES (?, 0, 'inv_x', 1000, 'confirmed', 1000, ?)");
+  insert.run('b'.repeat(64), 1);
+  assert.throws(() => insert.run('c'.repeat(64), 2), /CHECK constraint failed/);
+});
+
 test('openDatabase migrates a new data dir with WAL, FULL sync and foreign keys on', (t) => {
   const dir = tempDir(t);
   const db = openDatabase(dir);

@@ -24,6 +24,7 @@ import {
   MINUTE,
   PAID,
   T0,
+  coinbase,
   confirmed,
   deepFreeze,
   describeEvents,
@@ -385,6 +386,76 @@ const scenarios: Scenario[] = [
     ],
   },
   {
+    name: 'a coinbase is paid at its 100th confirmation, not its first (it cannot be spent before)',
+    steps: [
+      { at: T0 + MINUTE, fact: pays(coinbase('a', AMOUNT, T0 + MINUTE)), status: 'pending', events: ['payment_detected:a'], expect: { received: AMOUNT, confirmed: 0 } },
+      { at: T0 + 16 * HOUR, fact: pays(coinbase('a', AMOUNT, T0 + MINUTE, 99)), status: 'pending', events: [], expect: { confirmed: 0 } },
+      { at: T0 + 17 * HOUR, fact: pays(coinbase('a', AMOUNT, T0 + MINUTE, 100)), status: 'paid', events: ['paid'], expect: { paidAt: T0 + 17 * HOUR, confirmed: AMOUNT } },
+    ],
+  },
+  {
+    name: 'a coinbase seen on time waits past expiry for its maturity, as an on-time payment confirmed late does: paid, not expired',
+    steps: [
+      { at: T0 + MINUTE, fact: pays(coinbase('a', AMOUNT, T0 + MINUTE, 3)), status: 'pending', events: ['payment_detected:a'] },
+      { at: EXPIRES + HOUR, fact: TICK, status: 'pending', events: [], expect: { expiredAt: null } },
+      { at: EXPIRES + 16 * HOUR, fact: pays(coinbase('a', AMOUNT, T0 + MINUTE, 100)), status: 'paid', events: ['paid'], expect: { paidAt: EXPIRES + 16 * HOUR } },
+    ],
+  },
+  {
+    name: 'a coinbase with an ordinary payment: 6 required, the ordinary one at 6 and the coinbase at 99 do not pay; at 100 they do',
+    invoice: { confirmationsRequired: 6 },
+    steps: [
+      { at: T0 + MINUTE, fact: pays(coinbase('a', 60_000, T0 + MINUTE, 99), confirmed('b', 40_000, T0 + MINUTE, 6)), status: 'pending', events: ['payment_detected:a', 'payment_detected:b'], expect: { confirmed: 40_000 } },
+      { at: T0 + 2 * MINUTE, fact: pays(coinbase('a', 60_000, T0 + MINUTE, 100), confirmed('b', 40_000, T0 + MINUTE, 7)), status: 'paid', events: ['paid'], expect: { confirmed: AMOUNT } },
+    ],
+  },
+  {
+    name: 'an on-time coinbase whose block is reorged away before it matures: gone for good, the waiting invoice expires when that is learned',
+    steps: [
+      { at: T0 + MINUTE, fact: pays(coinbase('a', AMOUNT, T0 + MINUTE, 5)), status: 'pending', events: ['payment_detected:a'] },
+      { at: EXPIRES + HOUR, fact: pays({ ...replaced('a', AMOUNT, T0 + MINUTE), coinbase: true }), status: 'expired', events: ['expired'], expect: { expiredAt: EXPIRES + HOUR, received: 0 } },
+    ],
+  },
+  {
+    name: '0 confirmations required: an immature coinbase pays at once, as a mempool payment does; its block reorged away reverses it',
+    invoice: { confirmationsRequired: 0 },
+    steps: [
+      { at: T0 + MINUTE, fact: pays(coinbase('a', AMOUNT, T0 + MINUTE)), status: 'paid', events: ['payment_detected:a', 'paid'], expect: { paidAt: T0 + MINUTE, confirmed: AMOUNT } },
+      { at: T0 + HOUR, fact: pays(coinbase('a', AMOUNT, T0 + MINUTE, 7)), status: 'paid', events: [] },
+      { at: T0 + 2 * HOUR, fact: pays({ ...replaced('a', AMOUNT, T0 + MINUTE), coinbase: true }), status: 'paid', events: ['payment_reversed:a'], expect: { received: 0 } },
+    ],
+  },
+  {
+    name: 'a paid invoice whose payment a reorg puts back in the mempool is not held by an immature coinbase: reversed, restored when the coinbase matures',
+    steps: [
+      { at: T0 + MINUTE, fact: pays(confirmed('a', AMOUNT, T0 + MINUTE)), status: 'paid', events: ['payment_detected:a', 'paid'] },
+      { at: T0 + HOUR, fact: pays(mempool('a', AMOUNT, T0 + MINUTE), coinbase('b', AMOUNT, T0 + HOUR, 3)), status: 'paid', events: ['payment_detected:b', 'payment_reversed:a'] },
+      { at: T0 + 20 * HOUR, fact: pays(mempool('a', AMOUNT, T0 + MINUTE), coinbase('b', AMOUNT, T0 + HOUR, 100)), status: 'paid', events: ['payment_restored:b'] },
+    ],
+  },
+  {
+    name: 'a late coinbase makes an expired invoice late_paid at its maturity inside the late window',
+    steps: [
+      { at: EXPIRES + HOUR, fact: pays(coinbase('a', AMOUNT, EXPIRES + HOUR)), status: 'expired', events: ['payment_detected:a', 'expired'], expect: { expiredAt: EXPIRES } },
+      { at: EXPIRES + 18 * HOUR, fact: pays(coinbase('a', AMOUNT, EXPIRES + HOUR, 100)), status: 'late_paid', events: ['late_paid'], expect: { paidAt: EXPIRES + 18 * HOUR } },
+    ],
+  },
+  {
+    name: 'a late coinbase maturing after the late window is too late, as a late payment confirmed after it is',
+    invoice: { lateWindowMs: 10 * HOUR },
+    steps: [
+      { at: EXPIRES + HOUR, fact: pays(coinbase('a', AMOUNT, EXPIRES + HOUR)), status: 'expired', events: ['payment_detected:a', 'expired'] },
+      { at: EXPIRES + 18 * HOUR, fact: pays(coinbase('a', AMOUNT, EXPIRES + HOUR, 100)), status: 'expired', events: [], expect: { paidAt: null } },
+    ],
+  },
+  {
+    name: 'catching up: a late coinbase still immature in the blocks read so far does not expire the invoice; matured in them, expired and late_paid at once',
+    steps: [
+      { at: EXPIRES + DAY, fact: catchingUp(coinbase('a', AMOUNT, EXPIRES + HOUR, 50)), status: 'pending', events: ['payment_detected:a'] },
+      { at: EXPIRES + DAY, fact: catchingUp(coinbase('a', AMOUNT, EXPIRES + HOUR, 100)), status: 'late_paid', events: ['expired', 'late_paid'], expect: { expiredAt: EXPIRES } },
+    ],
+  },
+  {
     name: 'a late window of 0: an expired invoice is fully expired at once',
     invoice: { lateWindowMs: 0 },
     steps: [
@@ -557,6 +628,7 @@ describe('transition: a malformed payments fact is refused', () => {
     ['confirmed without confirmations', [{ ...good, status: 'confirmed' }], /confirmed payment has confirmations/],
     ['mempool with confirmations', [{ ...good, confirmations: 2 }], /confirmed payment has confirmations/],
     ['a missing first sighting', [{ ...good, firstSeenAt: Number.NaN }], /firstSeenAt/],
+    ['a coinbase in the mempool', [{ ...good, coinbase: true }], /coinbase is never in the mempool/],
   ];
   for (const [name, payments, message] of invalid) {
     test(name, () => {
@@ -591,6 +663,22 @@ describe('amounts', () => {
   }
 });
 
+describe('amounts with coinbases: an immature one (under 100 confirmations) counts as unconfirmed', () => {
+  const payments = [confirmed('a', 10_000, T0, 6), coinbase('b', 20_000, T0, 99), coinbase('c', 30_000, T0, 100)];
+  const valid: Array<[required: number, confirmedSats: number]> = [
+    [0, 60_000],
+    [1, 40_000],
+    [6, 40_000],
+  ];
+  for (const [required, confirmedSats] of valid) {
+    test(`${required} confirmations required: received 60000, confirmed ${confirmedSats}`, () => {
+      const invoice = makeInvoice({ confirmationsRequired: required, payments });
+      assert.equal(amountReceived(invoice), 60_000);
+      assert.equal(amountConfirmed(invoice), confirmedSats);
+    });
+  }
+});
+
 describe('isFullyExpired', () => {
   const valid: Array<[string, Invoice, number, boolean]> = [
     ['pending long past expiry', PENDING, EXPIRES + LATE_WINDOW + DAY, false],
@@ -616,6 +704,7 @@ describe('watchUntil', () => {
     ['cancelled with a payment still in the mempool: open-ended', { ...CANCELLED, payments: [mempool('a', AMOUNT, T0 + 6 * MINUTE)] }, null],
     ['cancelled with a replaced payment: 14 days after it was found replaced (it may still be mined)', { ...CANCELLED, payments: [{ ...replaced('a', AMOUNT, T0 + 6 * MINUTE), replacedAt: T0 + 3 * DAY }] }, T0 + 17 * DAY],
     ['cancelled with a payment replaced before Till kept that time: 14 days after it was first seen', { ...CANCELLED, payments: [replaced('a', AMOUNT, T0 + 6 * MINUTE)] }, T0 + 6 * MINUTE + 14 * DAY],
+    ['cancelled with a coinbase whose block left the chain: a late window after cancelling (it is never mined again)', { ...CANCELLED, payments: [{ ...replaced('a', AMOUNT, T0 + 6 * MINUTE), coinbase: true, replacedAt: T0 + 3 * DAY }] }, T0 + 5 * MINUTE + LATE_WINDOW],
     ['cancelled with a replaced payment, a longer late window: the late window', { ...CANCELLED, lateWindowMs: 30 * DAY, payments: [replaced('a', AMOUNT, T0 + 6 * MINUTE)] }, T0 + 5 * MINUTE + 30 * DAY],
     [
       'cancelled with a simulated payment (never mined): a late window after cancelling',

@@ -40,15 +40,20 @@ export function txid(name: string): string {
 }
 
 export function mempool(name: string, amountSats: number, firstSeenAt: number, vout = 0): Payment {
-  return { txid: txid(name), vout, amountSats, status: 'mempool', confirmations: 0, blockHeight: null, firstSeenAt };
+  return { txid: txid(name), vout, amountSats, status: 'mempool', confirmations: 0, blockHeight: null, coinbase: false, firstSeenAt };
 }
 
 export function confirmed(name: string, amountSats: number, firstSeenAt: number, confirmations = 1, vout = 0): Payment {
-  return { txid: txid(name), vout, amountSats, status: 'confirmed', confirmations, blockHeight: 800_000, firstSeenAt };
+  return { txid: txid(name), vout, amountSats, status: 'confirmed', confirmations, blockHeight: 800_000, coinbase: false, firstSeenAt };
 }
 
 export function replaced(name: string, amountSats: number, firstSeenAt: number, vout = 0): Payment {
-  return { txid: txid(name), vout, amountSats, status: 'replaced', confirmations: 0, blockHeight: null, firstSeenAt };
+  return { txid: txid(name), vout, amountSats, status: 'replaced', confirmations: 0, blockHeight: null, coinbase: false, firstSeenAt };
+}
+
+/** A coinbase output paying the invoice, in a block `confirmations` deep (under 100: immature). */
+export function coinbase(name: string, amountSats: number, firstSeenAt: number, confirmations = 1, vout = 0): Payment {
+  return { ...confirmed(name, amountSats, firstSeenAt, confirmations, vout), coinbase: true };
 }
 
 /** A payment's txid as a test names it: 'a' for txid('a'), else what `name` says. */

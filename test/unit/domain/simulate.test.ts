@@ -18,6 +18,7 @@ import {
   MINUTE,
   PAID,
   T0,
+  coinbase,
   confirmed,
   deepFreeze,
   describeEvents,
@@ -274,6 +275,13 @@ describe('simulate: confirmations', () => {
     const result = simulate(invoice, 'paid', T0 + 5 * MINUTE);
     assert.deepEqual(describePayments(result), ['a:30000:confirmed:3', 'b:100000:replaced:0', 'sim2:70000:confirmed:1']);
     assert.equal(amountReceived(result.invoice), AMOUNT);
+  });
+
+  test('paid matures an immature coinbase (100 confirmations), so the invoice is paid', () => {
+    const invoice = makeInvoice({ payments: [coinbase('a', AMOUNT, T0 + MINUTE, 3)] });
+    const result = simulate(invoice, 'paid', T0 + 5 * MINUTE);
+    assert.equal(result.invoice.status, 'paid');
+    assert.deepEqual(describePayments(result), ['a:100000:confirmed:100']);
   });
 });
 
