@@ -7,6 +7,8 @@
 // `?transport=sse|ws|poll` forces one transport (for testing the fallbacks).
 
 const SATS_PER_BTC = 100_000_000;
+// A coinbase payment can be spent, and counts as confirmed, only at this many confirmations.
+const COINBASE_MATURITY = 100;
 const POLL_MS = { pending: 5000, waiting: 30000 };
 /** A stream that passes on no message in this long is held back (a buffering proxy): the next transport. */
 const FIRST_MESSAGE_MS = 10000;
@@ -59,10 +61,21 @@ function groupedFiat(amount) {
   return cents === undefined ? satsFormat.format(BigInt(whole)) : `${satsFormat.format(BigInt(whole))}.${cents}`;
 }
 
-function leastConfirmations(inv) {
-  const counting = inv.payments.filter((p) => p.status !== 'replaced');
-  if (counting.length === 0) return 0;
-  return Math.min(inv.confirmations_required, ...counting.map((p) => p.confirmations));
+/** Confirmations a payment needs to count as confirmed: a coinbase at least 100, unless the store requires none. */
+function confirmationsNeeded(inv, p) {
+  const required = inv.confirmations_required;
+  return p.coinbase && required > 0 ? Math.max(required, COINBASE_MATURITY) : required;
+}
+
+/** "n of m" for the counting payment furthest from confirmed ("0 of required" before any). */
+function confirmationProgress(inv) {
+  let least = null;
+  for (const p of inv.payments.filter((x) => x.status !== 'replaced')) {
+    const need = confirmationsNeeded(inv, p);
+    const have = Math.min(p.confirmations, need);
+    if (least === null || need - have > least.need - least.have) least = { have, need };
+  }
+  return least === null ? `0 of ${inv.confirmations_required}` : `${least.have} of ${least.need}`;
 }
 
 /** A covering payment's surplus (a wallet's own amount, a code scanned twice): the buyer should know, and Till never refunds. */
@@ -76,7 +89,7 @@ function surplus(inv) {
 function describe(inv) {
   const due = inv.amount_sats;
   const got = inv.amount_received_sats;
-  const waiting = `Waiting for confirmations: ${leastConfirmations(inv)} of ${inv.confirmations_required}.`;
+  const waiting = `Waiting for confirmations: ${confirmationProgress(inv)}.`;
   const extra = surplus(inv);
   const refundExtra = `${extra}: the merchant handles any refund.`;
   switch (inv.status) {

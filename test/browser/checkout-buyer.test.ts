@@ -252,6 +252,18 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     assert.match((await page.locator('#status-detail').textContent()) ?? '', /Received 0\.00004000 BTC.*refund/);
   });
 
+  test('a coinbase payment (a miner paying from its block) waits for its 100 confirmations, and the page counts to 100', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store, { amount_sats: 10_000 });
+    const { page } = await openCheckout(t, till, inv.id);
+    await expectStatus(page, 'Waiting for payment');
+    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1, 'the page to subscribe');
+    await receivePayment(till, inv.id, 10_000, 'cb', { coinbaseConfirmations: 5 });
+    await expectStatus(page, 'Payment detected');
+    assert.equal(await page.locator('#status-detail').textContent(), 'Waiting for confirmations: 5 of 100.');
+  });
+
   test('a buyer who paid anyway after the shop cancelled (in their wallet at that moment) is told, on coming back, that it was received', async (t) => {
     const till = await startTestTill(t);
     const store = setupStore(till);

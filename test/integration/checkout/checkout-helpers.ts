@@ -49,13 +49,18 @@ export function within<T>(ms: number, what: string, promise: Promise<T>): Promis
  * Records a payment of `amountSats` seen in the mempool, the way the chain
  * watcher does: the payments fact through the state machine, saved and
  * published in one go. Simulate can only pay what is missing; this can pay less.
+ * `coinbaseConfirmations`: a coinbase output that many blocks deep instead of a
+ * mempool payment.
  */
-export async function receivePayment(till: TestTill, id: string, amountSats: number, txidByte = 'ab'): Promise<void> {
+export async function receivePayment(till: TestTill, id: string, amountSats: number, txidByte = 'ab', opts: { coinbaseConfirmations?: number } = {}): Promise<void> {
   const { ctx } = till.rt;
   const saved = await ctx.writes.run(() => {
     const before = ctx.repos.invoices.get(id);
     assert.ok(before, `invoice ${id}`);
-    const payment = { txid: txidByte.repeat(32), vout: 0, amountSats, status: 'mempool' as const, confirmations: 0, blockHeight: null, coinbase: false, firstSeenAt: ctx.clock.now() };
+    const unconfirmed = { status: 'mempool' as const, confirmations: 0, blockHeight: null, coinbase: false };
+    // A miner's payment: in a block from the start.
+    const mined = opts.coinbaseConfirmations ? { status: 'confirmed' as const, confirmations: opts.coinbaseConfirmations, blockHeight: 200, coinbase: true } : unconfirmed;
+    const payment = { txid: txidByte.repeat(32), vout: 0, amountSats, ...mined, firstSeenAt: ctx.clock.now() };
     const { invoice, events } = transition(before, { kind: 'payments', payments: [...before.payments, payment] }, ctx.clock.now());
     return saveTransition(ctx, before, invoice, events);
   });
