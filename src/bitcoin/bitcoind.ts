@@ -222,7 +222,8 @@ export class Bitcoind {
         sats,
         height: expectInteger(x.height, 'scantxoutset.height'),
         scriptHex: expectHex(x.scriptPubKey, 'scantxoutset.scriptPubKey'),
-        coinbase: x.coinbase === true,
+        // Core before 25 does not say (taken as ordinary: docs/DECISIONS.md); a node that says, says a boolean.
+        coinbase: x.coinbase === undefined ? false : expectBoolean(x.coinbase, 'scantxoutset.coinbase'),
       };
     });
   }

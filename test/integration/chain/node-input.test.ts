@@ -186,6 +186,19 @@ describe('chain: bad input from the node', () => {
     assert.deepEqual(asked, [['scantxoutset', 'start'], ['scantxoutset', 'abort']]);
   });
 
+  test('a UTXO-set scan says which outputs are coinbases; a node that does not say (Core before 25) is no error, a garbled flag is', async (t) => {
+    const unspent = { txid: 'ab'.repeat(32), vout: 0, scriptPubKey: '0014' + '11'.repeat(20), amount: 0.0001, height: 5 };
+    const scan = async (flag: Record<string, unknown>) => {
+      const answer = { success: true, txouts: 1, height: 6, bestblock: '00'.repeat(32), unspents: [{ ...unspent, ...flag }], total_amount: 0.0001 };
+      const rpc = new RpcClient({ url: await startRpcServer(t, answer, 0), credentials: () => ({ user: 'u', password: 'p' }) });
+      return new Bitcoind(rpc).scanAddresses(['bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080']);
+    };
+    assert.deepEqual((await scan({ coinbase: true })).map((u) => [u.sats, u.coinbase]), [[10_000, true]]);
+    assert.equal((await scan({ coinbase: false }))[0]!.coinbase, false);
+    assert.equal((await scan({}))[0]!.coinbase, false, 'not said: an ordinary output');
+    await assert.rejects(scan({ coinbase: 'yes' }), RpcProtocolError);
+  });
+
   test('a node that cannot say what spends an outpoint (Core before 24) is no error; a garbled answer is', async (t) => {
     const outpoint = `${'ab'.repeat(32)}:1`;
     const spenders = async (result: unknown, error: { code: number; message: string } | null = null) => {
