@@ -112,10 +112,13 @@ export function createWebhookDeliveriesRepo(db: Db) {
     `SELECT ${DUE_COLUMNS} FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
      WHERE d.id = ? AND d.status = 'attempting'`,
   );
-  // Why it was set aside goes (its endpoint takes deliveries again): its last error is again its last attempt's, if any.
+  // Why it was set aside goes (its endpoint takes deliveries again): its last error is again its last attempt's, if any
+  // (a connection refused, a timeout), as its status code is.
   const replay = db.prepare<[number, string]>(
     `UPDATE webhook_deliveries SET status = 'attempting', attempts = 0, next_attempt_at = ?, completed_at = NULL,
-       last_error = CASE WHEN last_error IN ('${SET_ASIDE.disabled}', '${SET_ASIDE.deleted}') THEN NULL ELSE last_error END
+       last_error = CASE WHEN last_error IN ('${SET_ASIDE.disabled}', '${SET_ASIDE.deleted}')
+         THEN (SELECT a.error FROM webhook_attempts a WHERE a.delivery_id = webhook_deliveries.id ORDER BY a.n DESC LIMIT 1)
+         ELSE last_error END
      WHERE id = ? AND status IN ('dead_letter', 'failed')`,
   );
   const readdress = db.prepare<[string, string, string]>(

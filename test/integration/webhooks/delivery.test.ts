@@ -138,6 +138,24 @@ describe('webhook delivery', () => {
     assert.doesNotMatch((await runTillBeside(f.till, ['deliveries', 'show', d!.id])).stdout, /last error/);
   });
 
+  test('a dead letter set aside after a failed connection, replayed once enabled, says again what its last attempt met, not nothing', async (t) => {
+    const f = await startWebhookFixture(t, { events: ['invoice.created'] });
+    f.receiver.respondWith(answer.reset());
+    await createInvoice(f);
+    await f.till.rt.webhooks.runOnce();
+    const [waiting] = deliveriesOf(f.till);
+    const lastAttempt = f.till.rt.ctx.repos.webhookDeliveries.get(waiting!.id)!;
+    assert.deepEqual([lastAttempt.status, lastAttempt.lastStatusCode], ['attempting', null]);
+    assert.ok(lastAttempt.lastError, 'the reset is recorded');
+    assert.equal((await call(f.till, 'POST', `/v1/stores/${f.store.storeId}/webhooks/${f.endpointId}`, { key: f.store.key, body: { enabled: false } })).status, 200);
+    assert.equal(f.till.rt.ctx.repos.webhookDeliveries.get(waiting!.id)!.lastError, 'endpoint disabled');
+    assert.equal((await runTillBeside(f.till, ['webhooks', 'enable', '--store', f.store.storeId, f.endpointId])).code, 0);
+    const replay = await runTillBeside(f.till, ['--json', 'deliveries', 'replay', waiting!.id]);
+    assert.equal(replay.code, 0, replay.stderr);
+    const [replayed] = JSON.parse(replay.stdout).replayed;
+    assert.deepEqual([replayed.status, replayed.last_error, replayed.last_status_code], ['attempting', lastAttempt.lastError, null]);
+  });
+
   test('a retry waiting when its endpoint is disabled is a dead letter at once, saying why, and replayable once enabled; deleting does the same', async (t) => {
     const f = await startWebhookFixture(t, { events: ['invoice.created'] });
     f.receiver.respondWith(answer.status(500), answer.status(500));
