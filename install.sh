@@ -16,8 +16,9 @@ Options:
   --binary FILE    install this executable instead of dist/till (on a
                    Raspberry Pi: the dist/till-linux-arm64 copied over)
   --build          build dist/till again even if there is one
-  --system         also (as root) create the `till` system user, /var/lib/till,
-                   and install the systemd unit /etc/systemd/system/till.service
+  --system         also (as root) create the `till` system user, /var/lib/till
+                   and /var/cache/till, and install the systemd unit
+                   /etc/systemd/system/till.service
   --dry-run        print what would be done, change nothing
   -h, --help       this help
 EOF
