@@ -26,6 +26,7 @@ interface InvoiceRow {
   paid_at: number | null;
   cancelled_at: number | null;
   expired_at: number | null;
+  wait_ended_at: number | null;
   metadata: string;
   callback_url: string | null;
   version: number;
@@ -97,6 +98,7 @@ function toInvoice(r: InvoiceRow, payments: Payment[]): StoredInvoice {
     paidAt: r.paid_at,
     cancelledAt: r.cancelled_at,
     expiredAt: r.expired_at,
+    ...(r.wait_ended_at !== null ? { waitEndedAt: r.wait_ended_at } : {}),
     metadata: JSON.parse(r.metadata) as Record<string, string>,
     callbackUrl: r.callback_url,
     payments,
@@ -196,7 +198,7 @@ export function createInvoicesRepo(db: Db) {
   );
   const updateState = db.prepare(
     `UPDATE invoices SET status = @status, expires_at = @expiresAt, paid_at = @paidAt, cancelled_at = @cancelledAt, expired_at = @expiredAt,
-       watch_until = @watchUntil, version = version + 1
+       wait_ended_at = @waitEndedAt, watch_until = @watchUntil, version = version + 1
      WHERE id = @id`,
   );
   const upsertPayment = db.prepare(
@@ -321,7 +323,7 @@ export function createInvoicesRepo(db: Db) {
     },
     /** Writes the state fields and the payment list of an invoice after a transition. */
     saveTransition(before: StoredInvoice, after: Invoice): void {
-      updateState.run({ ...after, watchUntil: watchUntil(after) ?? WATCH_WHILE_NEEDED });
+      updateState.run({ ...after, waitEndedAt: after.waitEndedAt ?? null, watchUntil: watchUntil(after) ?? WATCH_WHILE_NEEDED });
       const kept = new Set(after.payments.map(outpointKey));
       for (const p of before.payments) if (!kept.has(outpointKey(p))) deletePayment.run(p.txid, p.vout);
       for (const p of after.payments) {

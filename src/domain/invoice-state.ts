@@ -15,7 +15,8 @@ export { amountConfirmed, amountReceived } from './invoice-amounts.ts';
 //   noticed: expires_at, even when learned late (after a restart). An invoice
 //   that waited past expires_at for on-time payments and then lost them (RBF,
 //   reorg) expires at the moment that is learned (now, or while catching up
-//   the time of the block that shows it).
+//   the time of the block that shows it: kept in waitEndedAt until the
+//   catch-up lets it expire).
 // - The late window is [expired_at, expired_at + late window): late payments must
 //   be seen and confirmed inside it; on-time payments confirmed in it count too.
 //   Blocks read while catching up are judged at their own time (`heldAt`): a
@@ -143,7 +144,7 @@ export function joinUntil(invoice: Invoice): number | null {
   switch (invoice.status) {
     case 'pending': {
       const waiting = sumSats(invoice.payments, (p) => isCounting(p) && p.firstSeenAt < invoice.expiresAt) >= invoice.amountSats;
-      return waiting ? null : invoice.expiresAt + invoice.lateWindowMs;
+      return waiting ? null : (invoice.waitEndedAt ?? invoice.expiresAt) + invoice.lateWindowMs;
     }
     case 'expired':
       return lateWindowEnd(invoice);
@@ -201,14 +202,20 @@ function settle(previousPayments: readonly Payment[], invoice: Invoice, { at, ca
     // than paid, nor on time (a later block's payments are later). Not a mempool payment, counted as
     // confirmed with 0 required: it is read before the blocks, and one of them may hold an on-time payment.
     const mayExpire = !catchingUp || sumSats(next.payments, (p) => p.status === 'confirmed' && isConfirmed(p, required)) >= next.amountSats;
+    const covered = sumSats(next.payments, (p) => onTime(p) && isCounting(p)) >= next.amountSats;
+    const waited = sumSats(previousPayments, (p) => onTime(p) && isCounting(p)) >= next.amountSats;
     if (sumSats(next.payments, (p) => onTime(p) && isConfirmed(p, required)) >= next.amountSats) {
       next = { ...next, status: 'paid', paidAt: at };
       events.push({ type: 'invoice.paid' });
-    } else if (mayExpire && at >= next.expiresAt && sumSats(next.payments, (p) => onTime(p) && isCounting(p)) < next.amountSats) {
-      const waited = sumSats(previousPayments, (p) => onTime(p) && isCounting(p)) >= next.amountSats;
-      next = { ...next, status: 'expired', expiredAt: waited ? at : next.expiresAt };
+    } else if (mayExpire && at >= next.expiresAt && !covered) {
+      // Its wait ended now, or while catching up (waitEndedAt); else it expired on time.
+      next = { ...next, status: 'expired', expiredAt: waited ? at : Math.min(at, next.waitEndedAt ?? next.expiresAt) };
       events.push({ type: 'invoice.expired' });
+    } else if (!covered && waited && at >= next.expiresAt) {
+      // Catching up: the fact after the catch-up no longer shows what it waited for.
+      next = { ...next, waitEndedAt: at };
     }
+    if (next.status !== 'pending' || covered) next = withoutWaitEnded(next);
   }
   if (next.status === 'expired') {
     // Payments are seen no later than they are held, so inside the window they were seen inside it too.
@@ -221,6 +228,13 @@ function settle(previousPayments: readonly Payment[], invoice: Invoice, { at, ca
   return { invoice: next, events };
 }
 
+/** Only a pending invoice short of the on-time payments it waited for has a waitEndedAt. */
+function withoutWaitEnded(invoice: Invoice): Invoice {
+  if (invoice.waitEndedAt == null) return invoice;
+  const { waitEndedAt: _ended, ...rest } = invoice;
+  return rest;
+}
+
 function cancel(invoice: Invoice, now: number): Transition {
   // Time first: a pending invoice whose expiry the worker has not applied yet is expired.
   const current = settle(invoice.payments, structuredClone(invoice), { at: now, catchingUp: false }).invoice;
@@ -231,7 +245,7 @@ function cancel(invoice: Invoice, now: number): Transition {
     );
   }
   return {
-    invoice: { ...current, status: 'cancelled', cancelledAt: now },
+    invoice: { ...withoutWaitEnded(current), status: 'cancelled', cancelledAt: now },
     events: [{ type: 'invoice.cancelled' }],
   };
 }

@@ -57,6 +57,13 @@ export interface Invoice {
   paidAt: number | null;
   cancelledAt: number | null;
   expiredAt: number | null;
+  /**
+   * When the on-time payments a pending invoice waited for past expires_at
+   * stopped covering it while the chain was being caught up with (it could not
+   * expire then: a block not read yet may hold the rest); its expiry is dated
+   * then. Not public.
+   */
+  waitEndedAt?: number | null;
   metadata: Record<string, string>;
   callbackUrl: string | null;
   payments: Payment[];

@@ -416,6 +416,46 @@ const scenarios: Scenario[] = [
       { at: EXPIRES + HOUR, fact: pays({ ...replaced('a', AMOUNT, T0 + MINUTE), coinbase: true }), status: 'expired', events: ['expired'], expect: { expiredAt: EXPIRES + HOUR, received: 0 } },
     ],
   },
+  // Found by the property test's author: the catching-up fact that loses what the invoice waited for cannot expire it,
+  // and the next fact no longer shows it waited, so its expiry (and late window) was dated at expires_at.
+  {
+    name: 'catching up: an on-time coinbase whose block was reorged away while Till was down ends the wait as of the block that shows it; the invoice expires then, not at expires_at',
+    invoice: { lateWindowMs: HOUR },
+    steps: [
+      { at: T0 + MINUTE, fact: pays(coinbase('a', AMOUNT, T0 + MINUTE, 5)), status: 'pending', events: ['payment_detected:a'] },
+      { at: EXPIRES + HOUR, fact: TICK, status: 'pending', events: [] },
+      { at: EXPIRES + 12 * HOUR, fact: heldAt(EXPIRES + 10 * HOUR, { ...replaced('a', AMOUNT, T0 + MINUTE), coinbase: true }), status: 'pending', events: [] },
+      { at: EXPIRES + 12 * HOUR, fact: TICK, status: 'expired', events: ['expired'], expect: { expiredAt: EXPIRES + 10 * HOUR } },
+    ],
+  },
+  {
+    name: 'catching up: a waiting payment replaced by an underpaying fee bump (read in the start\'s mempool pass) ends the wait then: the invoice expires as of then',
+    invoice: { lateWindowMs: HOUR },
+    steps: [
+      { at: T0 + MINUTE, fact: pays(mempool('a', AMOUNT, T0 + MINUTE)), status: 'pending', events: ['payment_detected:a'] },
+      { at: EXPIRES + HOUR, fact: TICK, status: 'pending', events: [] },
+      { at: EXPIRES + 6 * HOUR, fact: heldAt(EXPIRES + 5 * HOUR, replaced('a', AMOUNT, T0 + MINUTE), mempool('b', AMOUNT / 2, T0 + MINUTE)), status: 'pending', events: ['payment_detected:b'] },
+      { at: EXPIRES + 6 * HOUR, fact: TICK, status: 'expired', events: ['expired'], expect: { expiredAt: EXPIRES + 5 * HOUR } },
+    ],
+  },
+  {
+    name: 'catching up: the wait ended, then a block re-mines what it waited for: it waits again, and its later loss dates the expiry',
+    invoice: { lateWindowMs: HOUR, confirmationsRequired: 3 },
+    steps: [
+      { at: T0 + MINUTE, fact: pays(mempool('a', AMOUNT, T0 + MINUTE)), status: 'pending', events: ['payment_detected:a'] },
+      { at: EXPIRES + 6 * HOUR, fact: heldAt(EXPIRES + 2 * HOUR, replaced('a', AMOUNT, T0 + MINUTE)), status: 'pending', events: [] },
+      { at: EXPIRES + 6 * HOUR, fact: heldAt(EXPIRES + 3 * HOUR, confirmed('a', AMOUNT, T0 + MINUTE, 1)), status: 'pending', events: [] },
+      { at: EXPIRES + 7 * HOUR, fact: pays(replaced('a', AMOUNT, T0 + MINUTE)), status: 'expired', events: ['expired'], expect: { expiredAt: EXPIRES + 7 * HOUR } },
+    ],
+  },
+  {
+    name: 'catching up: a partial payment bumped while Till was down (the bump pays the same) never covered the invoice: it expires at expires_at',
+    steps: [
+      { at: T0 + MINUTE, fact: pays(mempool('a', AMOUNT / 2, T0 + MINUTE)), status: 'pending', events: ['payment_detected:a'] },
+      { at: EXPIRES + 6 * HOUR, fact: heldAt(EXPIRES + 5 * HOUR, replaced('a', AMOUNT / 2, T0 + MINUTE), mempool('b', AMOUNT / 2, T0 + MINUTE)), status: 'pending', events: ['payment_detected:b'] },
+      { at: EXPIRES + 6 * HOUR, fact: TICK, status: 'expired', events: ['expired'], expect: { expiredAt: EXPIRES } },
+    ],
+  },
   {
     name: '0 confirmations required: an immature coinbase pays at once, as a mempool payment does; its block reorged away reverses it',
     invoice: { confirmationsRequired: 0 },
@@ -730,6 +770,11 @@ describe('joinUntil', () => {
     ['pending with an on-time payment still counting: open-ended (it waits for it)', { ...PENDING, payments: [mempool('a', AMOUNT, T0 + MINUTE)] }, null],
     ['pending, underpaid on time: to the end of the late window after expiry (it expires on time)', { ...PENDING, payments: [confirmed('a', AMOUNT - 1, T0 + MINUTE, 3)] }, EXPIRES + LATE_WINDOW],
     ['pending with an on-time payment replaced: to the end of the late window after expiry', { ...PENDING, payments: [replaced('a', AMOUNT, T0 + MINUTE)] }, EXPIRES + LATE_WINDOW],
+    [
+      'pending, its wait for an on-time payment ended while catching up: the late window after that',
+      { ...PENDING, waitEndedAt: EXPIRES + DAY, payments: [replaced('a', AMOUNT, T0 + MINUTE)] },
+      EXPIRES + DAY + LATE_WINDOW,
+    ],
     ['expired with a payment still in the mempool: the end of the late window all the same', { ...EXPIRED, payments: [mempool('a', AMOUNT, EXPIRES + LATE_WINDOW - MINUTE)] }, EXPIRES + LATE_WINDOW],
     ['cancelled with a payment still in the mempool: a late window after cancelling', { ...CANCELLED, payments: [mempool('a', AMOUNT, T0 + 6 * MINUTE)] }, T0 + 5 * MINUTE + LATE_WINDOW],
     ['paid with a shallow payment: a late window after paying', PAID, T0 + 10 * MINUTE + LATE_WINDOW],
