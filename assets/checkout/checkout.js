@@ -126,8 +126,7 @@ function describe(inv) {
   }
 }
 
-/** The buyer has nothing more to wait for: live updates stop. */
-/** Nothing the buyer waits for can change (paid, late_paid, cancelled, expired past its late window): the server says so. */
+/** Nothing the buyer waits for can change (paid, late_paid, cancelled, expired past its late window): live updates stop. The server says so. */
 function isSettled(inv) {
   return inv.final === true;
 }
