@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
-import { after, before } from 'node:test';
+import { after, before, type TestContext } from 'node:test';
 import jsQRModule from 'jsqr';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { installDebianPackages } from '../helpers/apt.ts';
-import type { TestTill } from '../helpers/till-server.ts';
+import { setupStore, startTestTill, type TestTill } from '../helpers/till-server.ts';
+import { waitFor } from '../helpers/wait-for.ts';
+import { createInvoice } from '../integration/checkout/checkout-helpers.ts';
 
 // What the browser tests of the hosted checkout share: Debian's Chromium,
 // started once per file, and a page opened on a phone-sized viewport that
@@ -78,6 +80,22 @@ export async function openCheckout(
 /** Waits for the status headline to read `text`. */
 export async function expectStatus(page: Page, text: string): Promise<void> {
   await page.waitForFunction((t) => document.getElementById('status')?.textContent === t, text);
+}
+
+/** The page shows the invoice waiting for payment and is subscribed to its changes: a change made now reaches it. */
+export async function expectLive(page: Page, till: TestTill, invoiceId: string): Promise<void> {
+  await expectStatus(page, 'Waiting for payment');
+  await waitFor(() => till.rt.ctx.feed.subscriberCount(invoiceId) === 1, 'the page to subscribe');
+}
+
+/** A till with a new 10,000-sat invoice whose page is open and live (expectLive). */
+export async function openLivePage(t: TestContext, viewport = PHONE) {
+  const till = await startTestTill(t);
+  const store = setupStore(till);
+  const inv = await createInvoice(till, store);
+  const { page } = await openCheckout(t, till, inv.id, '', viewport);
+  await expectLive(page, till, inv.id);
+  return { till, store, inv, page };
 }
 
 /**

@@ -7,7 +7,7 @@ import { listenOnLoopback } from '../helpers/listen.ts';
 import { call, setupStore, startTestTill } from '../helpers/till-server.ts';
 import { createInvoice, receivePayment, simulate } from '../integration/checkout/checkout-helpers.ts';
 import { waitFor } from '../helpers/wait-for.ts';
-import { expectStatus, openCheckout, PHONE, skipReason } from './checkout-browser.ts';
+import { expectLive, expectStatus, openCheckout, openLivePage, PHONE, skipReason } from './checkout-browser.ts';
 
 // The hosted checkout as buyers meet it off the happy path, in a real
 // headless Chromium: each test is something a buyer would notice.
@@ -195,8 +195,7 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     const till = await startTestTill(t);
     const inv = await createInvoice(till, setupStore(till), { amount_sats: 10_000 });
     const { page } = await openCheckout(t, till, inv.id);
-    await expectStatus(page, 'Waiting for payment');
-    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1, 'the page to subscribe');
+    await expectLive(page, till, inv.id);
     await receivePayment(till, inv.id, 4_000);
     await expectStatus(page, 'Partly paid');
     const live = page.locator('[aria-live]:has(#status-detail)');
@@ -224,8 +223,7 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     const store = setupStore(till);
     const inv = await createInvoice(till, store, { amount_sats: 10_000, expires_in_minutes: 5 });
     const { page } = await openCheckout(t, till, inv.id, '', PHONE, { fakeClock: true });
-    await expectStatus(page, 'Waiting for payment');
-    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1, 'the page to subscribe');
+    await expectLive(page, till, inv.id);
     await receivePayment(till, inv.id, 4_000);
     await expectStatus(page, 'Partly paid');
     assert.ok(await page.locator('#qr').isVisible());
@@ -239,12 +237,7 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
   });
 
   test('an invoice cancelled after a partial payment tells the buyer what was received', async (t) => {
-    const till = await startTestTill(t);
-    const store = setupStore(till);
-    const inv = await createInvoice(till, store, { amount_sats: 10_000 });
-    const { page } = await openCheckout(t, till, inv.id);
-    await expectStatus(page, 'Waiting for payment');
-    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1, 'the page to subscribe');
+    const { till, store, inv, page } = await openLivePage(t);
     await receivePayment(till, inv.id, 4_000);
     await expectStatus(page, 'Partly paid');
     assert.equal((await call(till, 'POST', `/v1/invoices/${inv.id}/cancel`, { key: store.key })).status, 200);
@@ -253,24 +246,14 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
   });
 
   test('a coinbase payment (a miner paying from its block) waits for its 100 confirmations, and the page counts to 100', async (t) => {
-    const till = await startTestTill(t);
-    const store = setupStore(till);
-    const inv = await createInvoice(till, store, { amount_sats: 10_000 });
-    const { page } = await openCheckout(t, till, inv.id);
-    await expectStatus(page, 'Waiting for payment');
-    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1, 'the page to subscribe');
+    const { till, store, inv, page } = await openLivePage(t);
     await receivePayment(till, inv.id, 10_000, 'cb', { coinbaseConfirmations: 5 });
     await expectStatus(page, 'Payment detected');
     assert.equal(await page.locator('#status-detail').textContent(), 'Waiting for confirmations: 5 of 100.');
   });
 
   test('a buyer who paid anyway after the shop cancelled (in their wallet at that moment) is told, on coming back, that it was received', async (t) => {
-    const till = await startTestTill(t);
-    const store = setupStore(till);
-    const inv = await createInvoice(till, store, { amount_sats: 10_000 });
-    const { page } = await openCheckout(t, till, inv.id);
-    await expectStatus(page, 'Waiting for payment');
-    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1, 'the page to subscribe');
+    const { till, store, inv, page } = await openLivePage(t);
     assert.equal((await call(till, 'POST', `/v1/invoices/${inv.id}/cancel`, { key: store.key })).status, 200);
     await expectStatus(page, 'Invoice cancelled');
     assert.equal(await page.locator('#status-detail').textContent(), 'Do not send a payment. Ask the merchant for a new invoice.');
@@ -338,8 +321,7 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     const inv = await createInvoice(till, store, { amount_sats: 10_000 });
     const proxied = await startStreamHoldingProxy(t, till.url, 'ws', 2);
     const { page } = await openCheckout(t, { ...till, url: proxied.url }, inv.id);
-    await expectStatus(page, 'Waiting for payment');
-    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1, 'the page to subscribe');
+    await expectLive(page, till, inv.id);
     proxied.silencePassing();
     await receivePayment(till, inv.id, 4_000);
     await new Promise((r) => setTimeout(r, 1000));
@@ -409,8 +391,7 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     const inv = await createInvoice(till, store);
     const proxied = await startStreamHoldingProxy(t, till.url, 'sse', 2);
     const { page } = await openCheckout(t, { ...till, url: proxied.url }, inv.id, '?transport=sse');
-    await expectStatus(page, 'Waiting for payment');
-    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1, 'the page to subscribe');
+    await expectLive(page, till, inv.id);
     proxied.cutPassing(); // EventSource reconnects after 2-5 s, with the version it has: no snapshot to send
     await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1 && proxied.streams() === 2, 'the page to reconnect', 15_000);
     // Past the reconnect watchdog (the server's retry, at most 5 s, plus 10 s): still SSE.

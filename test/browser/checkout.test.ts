@@ -1,27 +1,16 @@
 import assert from 'node:assert/strict';
-import { describe, test, type TestContext } from 'node:test';
+import { describe, test } from 'node:test';
 import { expireDueInvoices } from '../../src/services/invoices.ts';
 import { updateStore } from '../../src/services/stores.ts';
 import { failSyncDuring } from '../helpers/held-sync.ts';
 import { call, setupStore, startTestTill } from '../helpers/till-server.ts';
 import { createInvoice, receivePayment, simulate } from '../integration/checkout/checkout-helpers.ts';
 import { waitFor } from '../helpers/wait-for.ts';
-import { expectStatus, openCheckout, readQr, screenshot, skipReason } from './checkout-browser.ts';
+import { expectLive, expectStatus, openCheckout, openLivePage, readQr, screenshot, skipReason } from './checkout-browser.ts';
 
 // The hosted checkout in a real headless Chromium (Debian's package): the QR
 // code the buyer sees decodes to the payment request, and the page follows
 // the invoice live over each transport without a reload.
-
-/** A till with a new invoice whose page is open, waiting for payment and subscribed to its changes. */
-async function openLivePage(t: TestContext) {
-  const till = await startTestTill(t);
-  const store = setupStore(till);
-  const inv = await createInvoice(till, store);
-  const { page } = await openCheckout(t, till, inv.id);
-  await expectStatus(page, 'Waiting for payment');
-  await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1, 'the page to subscribe');
-  return { till, store, inv, page };
-}
 
 describe('hosted checkout page in Chromium', { skip: skipReason ?? false }, () => {
   test('shows the invoice and a QR code of its payment_uri, then turns paid live (SSE)', async (t) => {
@@ -115,8 +104,7 @@ describe('hosted checkout page in Chromium', { skip: skipReason ?? false }, () =
     const store = setupStore(till);
     const inv = await createInvoice(till, store, { amount_sats: 10_000, expires_in_minutes: 10 });
     const { page, problems } = await openCheckout(t, till, inv.id);
-    await expectStatus(page, 'Waiting for payment');
-    await waitFor(() => till.rt.ctx.feed.subscriberCount(inv.id) === 1, 'the page to subscribe');
+    await expectLive(page, till, inv.id);
 
     await receivePayment(till, inv.id, 4_000);
     await expectStatus(page, 'Partly paid');
