@@ -49,6 +49,7 @@ export function buildProgram(): Command {
   // Commands built apart and added keep their own help and output settings: show
   // the global flags everywhere, and keep private keys out of every error.
   const showGlobals = (cmd: Command): void => {
+    if (cmd.commands.length > 0) addHelpCommand(cmd);
     cmd.configureHelp({ showGlobalOptions: true });
     cmd.addHelpText('after', HIDDEN_SETTINGS);
     cmd.configureOutput({
@@ -63,4 +64,29 @@ export function buildProgram(): Command {
   };
   showGlobals(program);
   return program;
+}
+
+/**
+ * "help [command...]" as a command of its own, in place of commander's: that one
+ * answered "help bogus" with the whole help and exit 1, never saying bogus was
+ * unknown (and "help store bogus" with store's help, exit 0). This one walks the
+ * names given; the first one unknown goes to its parent's parse, which says so
+ * as "till bogus" does (with commander's did-you-mean), exit 1.
+ */
+function addHelpCommand(parent: Command): void {
+  parent.command('help').description('display help for command').argument('[command...]', 'the command, and its subcommand, whose help to show')
+    .action(async function (this: Command, names: string[]) {
+      let cmd = parent;
+      for (const name of names) {
+        const sub = cmd.commands.find((c) => c.name() === name || c.aliases().includes(name));
+        if (sub) {
+          cmd = sub;
+          continue;
+        }
+        // Exits with commander's unknown-command error.
+        if (cmd.commands.length > 0) await cmd.parseAsync([name], { from: 'user' });
+        cmd.error(`unknown command '${name}': ${cmd.name()} has no subcommands`);
+      }
+      cmd.help();
+    });
 }

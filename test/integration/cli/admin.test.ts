@@ -96,6 +96,28 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     assert.deepEqual([sub.code, sub.stderr], [1, "till: unknown command 'lsit' (did you mean list?)\n(see npm run till -- deliveries --help)\n"]);
   });
 
+  test('help <command>: an unknown name is the error "till <name>" gives, not the whole help; a known one shows its help', async () => {
+    const cases: Array<[string[], string]> = [
+      [['help', 'bogus'], "till: unknown command 'bogus'\n(see npm run till -- --help)\n"],
+      [['help', 'stor'], "till: unknown command 'stor' (did you mean store?)\n(see npm run till -- --help)\n"],
+      [['help', 'store', 'bogus'], "till: unknown command 'bogus'\n(see npm run till -- store --help)\n"],
+      [['store', 'help', 'creat'], "till: unknown command 'creat' (did you mean create?)\n(see npm run till -- store --help)\n"],
+      [['help', 'store', 'create', 'extra'], "till: unknown command 'extra': create has no subcommands\n(see npm run till -- store create --help)\n"],
+    ];
+    for (const [args, stderr] of cases) {
+      const r = await runTill(args);
+      assert.deepEqual([r.code, r.stdout, r.stderr], [1, '', stderr], args.join(' '));
+    }
+    for (const args of [['help', 'deliveries', 'replay'], ['deliveries', 'help', 'replay']]) {
+      const r = await runTill(args);
+      assert.equal(r.code, 0, args.join(' '));
+      assert.match(r.stdout, /^Usage: till deliveries replay \[options\] \[id\]\n/, args.join(' '));
+    }
+    const top = await runTill(['help']);
+    assert.equal(top.code, 0);
+    assert.match(top.stdout, /^Usage: till \[options\] \[command\]\n[^]*\n  help \[command\.\.\.\]\s+display help for command\n/);
+  });
+
   test('a mistyped data dir is an error for every command but store create: no empty database appears there', async (t) => {
     const typo = join(tempDir(t), 'typo');
     const commands = [['store', 'list'], ['store', 'show', 'sto_x'], ['keys', 'list', '--store', 'sto_x'], ['keys', 'mint', '--store', 'sto_x', '--env', 'test'], ['xpub', 'list', '--store', 'sto_x'], ['webhooks', 'list', '--store', 'sto_x'], ['deliveries', 'list']];
