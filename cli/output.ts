@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from 'commander';
+import { type Command, InvalidArgumentError, type Option } from 'commander';
 import { UPGRADE_NOTICE } from '../src/db/migrate.ts';
 import { IN_BINARY } from '../src/embedded.ts';
 
@@ -52,6 +52,32 @@ export function parseIntegerOption(name: string, min: number, max: number) {
     if (n < min || n > max) throw new InvalidArgumentError(`${name} must be from ${min} to ${max}`);
     return n;
   };
+}
+
+/**
+ * Options a command cannot run without. Not commander's requiredOption: commander
+ * checks those before it looks for unknown options, so a mistyped option
+ * (--nme for --name) was reported as the option it was meant to be, missing,
+ * never as the typo. These are checked after, by checkMandatoryOptions.
+ */
+const MANDATORY = new WeakSet<Option>();
+
+export function mandatory(option: Option): Option {
+  MANDATORY.add(option);
+  return option;
+}
+
+export function isMandatory(option: Option): boolean {
+  return MANDATORY.has(option);
+}
+
+/** A preAction hook: the mandatory options of the command about to run (and of its parents), in commander's words. */
+export function checkMandatoryOptions(_hooked: Command, actionCommand: Command): void {
+  for (let cmd: Command | null = actionCommand; cmd; cmd = cmd.parent) {
+    for (const option of cmd.options) {
+      if (isMandatory(option) && cmd.getOptionValue(option.attributeName()) === undefined) cmd.error(`required option '${option.flags}' not specified`);
+    }
+  }
 }
 
 export function parseChoice<T extends string>(name: string, choices: readonly T[]) {

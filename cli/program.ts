@@ -1,7 +1,7 @@
-import { Command, Option } from 'commander';
+import { Command, Help, Option } from 'commander';
 import { SETTINGS } from '../src/config.ts';
 import { VERSION } from '../src/version.ts';
-import { redactPrivateKeys, TILL_COMMAND } from './output.ts';
+import { checkMandatoryOptions, isMandatory, redactPrivateKeys, TILL_COMMAND } from './output.ts';
 import { backupCommand } from './commands/backup.ts';
 import { configCommand } from './commands/config.ts';
 import { deliveriesCommand } from './commands/deliveries.ts';
@@ -37,6 +37,8 @@ export function buildProgram(): Command {
   for (const s of SETTINGS) {
     program.addOption(new Option(`--${s.flag} <value>`, `${s.description} [env ${s.env}]`).hideHelp(!['dataDir', 'network', 'host', 'port', 'publicUrl', 'rates', 'logLevel'].includes(s.key)));
   }
+  // Mandatory options are checked once the command's options are read: a mistyped one is said first.
+  program.hook('preAction', checkMandatoryOptions);
   program.addCommand(initCommand());
   program.addCommand(serveCommand());
   program.addCommand(storeCommand());
@@ -50,7 +52,13 @@ export function buildProgram(): Command {
   // the global flags everywhere, and keep private keys out of every error.
   const showGlobals = (cmd: Command): void => {
     if (cmd.commands.length > 0) addHelpCommand(cmd);
-    cmd.configureHelp({ showGlobalOptions: true });
+    cmd.configureHelp({
+      showGlobalOptions: true,
+      optionDescription(this: Help, option: Option): string {
+        const text = Help.prototype.optionDescription.call(this, option);
+        return isMandatory(option) ? `${text} (required)` : text;
+      },
+    });
     cmd.addHelpText('after', HIDDEN_SETTINGS);
     cmd.configureOutput({
       writeErr: (text) => process.stderr.write(redactPrivateKeys(text)),

@@ -1,4 +1,4 @@
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, mkdtempSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
@@ -11,7 +11,7 @@ import { makeDirs } from '../../src/make-dirs.ts';
 import { dropServerLease } from '../../src/services/server-lease.ts';
 import { listUnreadableSecrets } from '../../src/services/webhooks.ts';
 import { configFrom } from '../context.ts';
-import { emit } from '../output.ts';
+import { emit, mandatory } from '../output.ts';
 
 /** 2026-11-22T04-55-01Z: sortable, and safe in every file system. */
 function stamp(ms: number): string {
@@ -100,7 +100,7 @@ function syncToDisk(path: string): void {
 export function backupCommand(): Command {
   return new Command('backup')
     .description('copy the database (a consistent snapshot, also while the server runs), the secret key and the settings file into a new folder')
-    .requiredOption('--out <dir>', 'where to put the backup folder')
+    .addOption(mandatory(new Option('--out <dir>', 'where to put the backup folder')))
     .action(async function (this: Command) {
       const config = configFrom(this);
       // Read-only, as it is: a backup taken before an upgrade keeps the old

@@ -4,7 +4,7 @@ import { toIso } from '../../src/clock.ts';
 import { pruneWebhookHistory } from '../../src/services/prune.ts';
 import { DELIVERY_STATUSES, getDelivery, listDeliveries, replayAllDead, replayDelivery } from '../../src/services/webhooks.ts';
 import { withContext } from '../context.ts';
-import { emit, parseIntegerOption, table } from '../output.ts';
+import { emit, mandatory, parseIntegerOption, table } from '../output.ts';
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
@@ -59,7 +59,7 @@ export function deliveriesCommand(): Command {
           (left ? `; ${plural(left, 'dead letter', 'dead letters')} of a disabled or deleted endpoint left as ${left === 1 ? 'it is' : 'they are'} (a disabled endpoint's: enable it, then replay; a deleted one's cannot be replayed)` : ''));
     });
   cmd.command('prune').description('delete delivered webhook history older than some days: events whose every delivery succeeded, those deliveries and their attempts (invoices, payments and deliveries not delivered are kept)')
-    .requiredOption('--older-than <days>', 'what is older than this many days goes (1-36500)', parseIntegerOption('--older-than', 1, 36_500))
+    .addOption(mandatory(new Option('--older-than <days>', 'what is older than this many days goes (1-36500)').argParser(parseIntegerOption('--older-than', 1, 36_500))))
     .option('--dry-run', 'count what would go, delete nothing')
     .action(async function (this: Command) {
       const o = this.opts();

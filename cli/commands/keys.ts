@@ -4,14 +4,14 @@ import { STORE_MODES } from '../../src/domain/store.ts';
 import { listApiKeys, mintApiKey, revokeApiKey } from '../../src/services/api-keys.ts';
 import { getStore } from '../../src/services/stores.ts';
 import { withContext } from '../context.ts';
-import { emit, table } from '../output.ts';
+import { emit, mandatory, table } from '../output.ts';
 
 export function keysCommand(): Command {
   const cmd = new Command('keys').description('mint, list and revoke API keys');
 
   cmd.command('mint').description('mint an API key; it is printed once and stored only as a hash')
-    .requiredOption('--store <id>', 'store id')
-    .addOption(new Option('--env <env>', 'live or test: must match the store mode to be usable').choices(STORE_MODES).makeOptionMandatory())
+    .addOption(mandatory(new Option('--store <id>', 'store id')))
+    .addOption(mandatory(new Option('--env <env>', 'live or test: must match the store mode to be usable').choices(STORE_MODES)))
     .action(function (this: Command) {
       const o = this.opts();
       const { record, key, mode } = withContext(this, (ctx) => ({ ...mintApiKey(ctx, o.store, o.env), mode: getStore(ctx, o.store).mode }));

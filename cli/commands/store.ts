@@ -3,7 +3,7 @@ import { STORE_LIMITS, STORE_MODES, type StoreSettings } from '../../src/domain/
 import { storeView } from '../../src/domain/store-view.ts';
 import { archiveStore, createStore, getStore, listStores, updateStore } from '../../src/services/stores.ts';
 import { withContext } from '../context.ts';
-import { emit, parseChoice, parseIntegerOption, table } from '../output.ts';
+import { emit, mandatory, parseChoice, parseIntegerOption, table } from '../output.ts';
 
 function settingsOptions(cmd: Command): Command {
   const { confirmations, expiryMinutes, lateWindowMinutes } = STORE_LIMITS;
@@ -41,8 +41,8 @@ export function storeCommand(): Command {
 
   settingsOptions(
     cmd.command('create').description('create a store')
-      .requiredOption('--name <name>', 'store name shown to buyers')
-      .addOption(new Option('--mode <mode>', 'live (real payments) or test (simulated)').choices(STORE_MODES).makeOptionMandatory()),
+      .addOption(mandatory(new Option('--name <name>', 'store name shown to buyers')))
+      .addOption(mandatory(new Option('--mode <mode>', 'live (real payments) or test (simulated)').choices(STORE_MODES))),
   ).action(function (this: Command) {
     const o = this.opts();
     const { store, callbackSecret } = withContext(this, (ctx) => createStore(ctx, { ...settingsFrom(o), name: o.name, mode: o.mode }), { create: true });

@@ -1,21 +1,21 @@
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { toIsoOrNull } from '../../src/clock.ts';
 import { endpointView } from '../../src/domain/webhook-views.ts';
 import { createEndpoint, deleteEndpoint, listEndpoints, rotateCallbackSecret, rotateEndpointSecret, rotateUnreadableSecrets, updateEndpoint } from '../../src/services/webhooks.ts';
 import { withContext } from '../context.ts';
-import { emit, table } from '../output.ts';
+import { emit, mandatory, table } from '../output.ts';
 
 export function webhooksCommand(): Command {
   const cmd = new Command('webhooks').description("manage a store's webhook endpoints and secrets");
 
-  cmd.command('list').description('list endpoints').requiredOption('--store <id>', 'store id').action(function (this: Command) {
+  cmd.command('list').description('list endpoints').addOption(mandatory(new Option('--store <id>', 'store id'))).action(function (this: Command) {
     const eps = withContext(this, (ctx) => listEndpoints(ctx, this.opts().store)).map(endpointView);
     emit(this.optsWithGlobals(), eps, () => table(eps.map((e) => [e.id, e.status, e.enabled_events.join(','), e.url])));
   });
 
   cmd.command('add').description('add an endpoint; its signing secret is printed once')
-    .requiredOption('--store <id>', 'store id')
-    .requiredOption('--url <url>', 'where to POST events')
+    .addOption(mandatory(new Option('--store <id>', 'store id')))
+    .addOption(mandatory(new Option('--url <url>', 'where to POST events')))
     .option('--events <types>', 'comma-separated event types, or * for all', '*')
     .option('--description <text>', 'a note for yourself')
     .action(function (this: Command) {
@@ -51,14 +51,14 @@ export function webhooksCommand(): Command {
     });
 
   for (const [name, enabled] of [['disable', false], ['enable', true]] as const) {
-    cmd.command(name).description(name === 'disable' ? 'disable an endpoint: nothing more is sent; its waiting deliveries go to dead_letter, to replay once enabled' : 'enable an endpoint again').requiredOption('--store <id>', 'store id').argument('<endpoint>', 'endpoint id (we_…)')
+    cmd.command(name).description(name === 'disable' ? 'disable an endpoint: nothing more is sent; its waiting deliveries go to dead_letter, to replay once enabled' : 'enable an endpoint again').addOption(mandatory(new Option('--store <id>', 'store id'))).argument('<endpoint>', 'endpoint id (we_…)')
       .action(function (this: Command, id: string) {
         const e = endpointView(withContext(this, (ctx) => updateEndpoint(ctx, this.opts().store, id, { enabled })));
         emit(this.optsWithGlobals(), e, () => `${e.id} is ${e.status}`);
       });
   }
 
-  cmd.command('delete').description('delete an endpoint: its waiting deliveries go to dead_letter, never replayable').requiredOption('--store <id>', 'store id').argument('<endpoint>', 'endpoint id (we_…)')
+  cmd.command('delete').description('delete an endpoint: its waiting deliveries go to dead_letter, never replayable').addOption(mandatory(new Option('--store <id>', 'store id'))).argument('<endpoint>', 'endpoint id (we_…)')
     .action(function (this: Command, id: string) {
       const e = endpointView(withContext(this, (ctx) => deleteEndpoint(ctx, this.opts().store, id)));
       emit(this.optsWithGlobals(), { ...e, deleted: true }, () => `deleted ${e.id}`);

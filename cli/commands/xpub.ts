@@ -3,7 +3,7 @@ import { xpubView } from '../../src/domain/credential-views.ts';
 import { STORE_MODES } from '../../src/domain/store.ts';
 import { addXpub, GAP_LIMIT, listXpubs, retireXpub, SKIP_MAX, skipIndexes } from '../../src/services/xpubs.ts';
 import { withContext } from '../context.ts';
-import { emit, parseIntegerOption, table } from '../output.ts';
+import { emit, mandatory, parseIntegerOption, table } from '../output.ts';
 
 /** How close a key is to its wallet's gap limit; the rule holds back live invoices only. */
 function gapText(x: ReturnType<typeof xpubView>): string {
@@ -16,8 +16,8 @@ export function xpubCommand(): Command {
 
   cmd.command('add').description('make a key the store\'s active one for an environment (retires the previous one)')
     .argument('<key>', 'xpub/ypub/zpub, tpub/upub/vpub, or a descriptor: wpkh(…), sh(wpkh(…)), tr(…), pkh(…)')
-    .requiredOption('--store <id>', 'store id')
-    .addOption(new Option('--env <env>', 'live (key must be of the configured network) or test').choices(STORE_MODES).makeOptionMandatory())
+    .addOption(mandatory(new Option('--store <id>', 'store id')))
+    .addOption(mandatory(new Option('--env <env>', 'live (key must be of the configured network) or test').choices(STORE_MODES)))
     .addOption(new Option('--gap-limit <n>', `your wallet's gap limit (${GAP_LIMIT.min}-${GAP_LIMIT.max}, default ${GAP_LIMIT.default})`).argParser(parseIntegerOption('--gap-limit', GAP_LIMIT.min, GAP_LIMIT.max)))
     .action(function (this: Command, key: string) {
       const o = this.opts();

@@ -61,6 +61,9 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
   const badInvocations: Array<[string, string[], RegExp]> = [
     ['unknown mode', ['store', 'create', '--name', 'x', '--mode', 'prod'], /argument 'prod' is invalid/],
     ['missing name', ['store', 'create', '--mode', 'test'], /required option '--name <name>'/],
+    // A mistyped option is said as such, not as the required option it was meant to be, missing.
+    ['mistyped required option', ['store', 'create', '--nme', 'x', '--mode', 'test'], /^till: unknown option '--nme' \(did you mean --name\?\)$/m],
+    ['mistyped option beside a required one', ['webhooks', 'delete', '--stor', 'sto_x', 'we_x'], /^till: unknown option '--stor' \(did you mean --store\?\)$/m],
     ['confirmations out of range', ['store', 'create', '--name', 'x', '--mode', 'test', '--confirmations', '7'], /from 0 to 6/],
     ['bad colour', ['store', 'create', '--name', 'x', '--mode', 'test', '--brand-color', 'red'], /brand_color must look like #1a2b3c/],
     ['unknown store', ['store', 'show', 'sto_nope'], /no store sto_nope/],
@@ -424,6 +427,8 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     const sub = await runTill(['xpub', 'add', '--help']);
     assert.match(sub.stdout, /--gap-limit/);
     assert.match(sub.stdout, /--data-dir/, 'global options are shown in subcommand help');
+    assert.match(sub.stdout, /--store <id> +store id \(required\)\n/, 'a required option says so');
+    assert.doesNotMatch(sub.stdout, /--gap-limit[^\n]*\(required\)/);
     const version = await runTill(['--version']);
     assert.match(version.stdout, /^\d+\.\d+\.\d+\n$/);
   });
