@@ -80,13 +80,6 @@ export function checkMandatoryOptions(_hooked: Command, actionCommand: Command):
   }
 }
 
-export function parseChoice<T extends string>(name: string, choices: readonly T[]) {
-  return (value: string): T => {
-    if (!(choices as readonly string[]).includes(value)) throw new InvalidArgumentError(`${name} must be one of ${choices.join(', ')}`);
-    return value as T;
-  };
-}
-
 /** Left-aligned columns for list output. */
 export function table(rows: string[][]): string {
   if (rows.length === 0) return '(none)';

@@ -20,6 +20,31 @@ const HIDDEN_SETTINGS = [
   'docs/CONFIG.md lists them all; till config show prints the effective settings.',
 ].join('\n');
 
+/**
+ * A bad option or argument value said as the settings' own errors say it
+ * ("--network must be one of main, test, signet, regtest (got "x")"): commander
+ * words it "option '--mode <mode>' argument 'x' is invalid. Allowed choices are
+ * live, test." for its choices, and puts that first sentence before the
+ * message of a parser of Till's, which names the option again. Any other text
+ * is left as it is.
+ */
+export function plainUsageError(text: string): string {
+  const bad = badValue(text);
+  if (!bad) return text;
+  const choices = /^Allowed choices are ([^]*)\.$/.exec(bad.why);
+  const rule = choices ? `${bad.name} must be one of ${choices[1]}` : bad.why.startsWith(`${bad.name} `) ? bad.why : `${bad.name}: ${bad.why}`;
+  return `${rule} (got ${JSON.stringify(bad.value)})`;
+}
+
+/** The parts of commander's error for a value its parser refused: the option (--mode) or argument (<count>), the value, and why. */
+function badValue(text: string): { name: string; value: string; why: string } | null {
+  const option = /^option '(--[^' ]+)[^']*' argument '([^]*)' is invalid\. ([^]*)$/.exec(text);
+  if (option) return { name: option[1]!, value: option[2]!, why: option[3]! };
+  const argument = /^command-argument value '([^]*)' is invalid for argument '([^']+)'\. ([^]*)$/.exec(text);
+  if (argument) return { name: `<${argument[2]}>`, value: argument[1]!, why: argument[3]! };
+  return null;
+}
+
 /** How to ask for a command's help, as the user runs Till: "till deliveries replay --help". */
 function helpCommandOf(cmd: Command): string {
   const names: string[] = [];
@@ -64,7 +89,7 @@ export function buildProgram(): Command {
       writeErr: (text) => process.stderr.write(redactPrivateKeys(text)),
       // Usage errors (commander's, and this.error's in the commands) read as every other error: "till: …",
       // on one line (commander puts its "Did you mean" on a second).
-      outputError: (text, write) => write(`till: ${text.replace(/^error: /, '').trimEnd().replace(/\n\(Did you mean/, ' (did you mean')}\n`),
+      outputError: (text, write) => write(`till: ${plainUsageError(text.replace(/^error: /, '').trimEnd().replace(/\n\(Did you mean/, ' (did you mean'))}\n`),
     });
     // A usage error points at the help of the command it was in: the whole help after it buried the error.
     cmd.showHelpAfterError(`(see ${helpCommandOf(cmd)})`);

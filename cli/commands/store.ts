@@ -3,7 +3,7 @@ import { STORE_LIMITS, STORE_MODES, type StoreSettings } from '../../src/domain/
 import { storeView } from '../../src/domain/store-view.ts';
 import { archiveStore, createStore, getStore, listStores, updateStore } from '../../src/services/stores.ts';
 import { withContext } from '../context.ts';
-import { emit, mandatory, parseChoice, parseIntegerOption, table } from '../output.ts';
+import { emit, mandatory, parseIntegerOption, table } from '../output.ts';
 
 function settingsOptions(cmd: Command): Command {
   const { confirmations, expiryMinutes, lateWindowMinutes } = STORE_LIMITS;
@@ -72,7 +72,7 @@ export function storeCommand(): Command {
   settingsOptions(
     cmd.command('set').description('change store settings').argument('<id>', 'store id')
       .option('--name <name>', 'store name')
-      .addOption(new Option('--mode <mode>', 'live or test').argParser(parseChoice('--mode', STORE_MODES))),
+      .addOption(new Option('--mode <mode>', 'live or test').choices(STORE_MODES)),
   ).action(function (this: Command, id: string) {
     const o = this.opts();
     // "updated" for a command that changed nothing would hide a forgotten or misspelt option.

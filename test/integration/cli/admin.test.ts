@@ -59,12 +59,18 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
   });
 
   const badInvocations: Array<[string, string[], RegExp]> = [
-    ['unknown mode', ['store', 'create', '--name', 'x', '--mode', 'prod'], /argument 'prod' is invalid/],
+    // Every bad choice, and every value a parser refuses, in the words of a bad setting ("--network must be one of …").
+    ['unknown mode', ['store', 'create', '--name', 'x', '--mode', 'prod'], /^till: --mode must be one of live, test \(got "prod"\)$/m],
+    ['unknown mode to set', ['store', 'set', 'sto_x', '--mode', 'prod'], /^till: --mode must be one of live, test \(got "prod"\)$/m],
+    ['unknown key env', ['keys', 'mint', '--store', 'sto_x', '--env', 'prod'], /^till: --env must be one of live, test \(got "prod"\)$/m],
+    ['unknown xpub env', ['xpub', 'add', '--store', 'sto_x', '--env', 'prod', 'xpub'], /^till: --env must be one of live, test \(got "prod"\)$/m],
+    ['unknown delivery status', ['deliveries', 'list', '--status', 'dead'], /^till: --status must be one of attempting, success, failed, dead_letter \(got "dead"\)$/m],
+    ['count not a number', ['xpub', 'skip', 'xpb_x', 'five'], /^till: <count> must be a whole number \(got "five"\)$/m],
     ['missing name', ['store', 'create', '--mode', 'test'], /required option '--name <name>'/],
     // A mistyped option is said as such, not as the required option it was meant to be, missing.
     ['mistyped required option', ['store', 'create', '--nme', 'x', '--mode', 'test'], /^till: unknown option '--nme' \(did you mean --name\?\)$/m],
     ['mistyped option beside a required one', ['webhooks', 'delete', '--stor', 'sto_x', 'we_x'], /^till: unknown option '--stor' \(did you mean --store\?\)$/m],
-    ['confirmations out of range', ['store', 'create', '--name', 'x', '--mode', 'test', '--confirmations', '7'], /from 0 to 6/],
+    ['confirmations out of range', ['store', 'create', '--name', 'x', '--mode', 'test', '--confirmations', '7'], /^till: --confirmations must be from 0 to 6 \(got "7"\)$/m],
     ['bad colour', ['store', 'create', '--name', 'x', '--mode', 'test', '--brand-color', 'red'], /brand_color must look like #1a2b3c/],
     ['unknown store', ['store', 'show', 'sto_nope'], /no store sto_nope/],
     ['unknown command', ['stores'], /unknown command 'stores'/],
