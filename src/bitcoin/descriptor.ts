@@ -61,8 +61,8 @@ export function parseDescriptor(input: string): ParsedDescriptor {
   if (/[(),{}]/.test(keyExpression)) {
     refuse(
       wrapper.scriptType === 'p2tr'
-        ? `tr() with script paths is not supported: ${SUPPORTED}, with a single key.`
-        : `${wrapper.open}${wrapper.close} must hold a single key: ${SUPPORTED}.`,
+        ? `tr() with script paths is not supported: ${SUPPORTED}, with a single key`
+        : `${wrapper.open}${wrapper.close} must hold a single key: ${SUPPORTED}`,
     );
   }
   const { fingerprint, originPath, keyText } = splitKeyExpression(keyExpression);
@@ -80,7 +80,7 @@ export function parseDescriptor(input: string): ParsedDescriptor {
 /** A descriptor body with its BIP380 checksum appended, as Bitcoin Core prints it. */
 export function addDescriptorChecksum(body: string): string {
   const checksum = computeDescriptorChecksum(body);
-  if (checksum === null) refuse('The descriptor contains a character descriptors never use.');
+  if (checksum === null) refuse('the descriptor contains a character descriptors never use');
   return `${body}#${checksum}`;
 }
 
@@ -91,27 +91,27 @@ function checkChecksum(input: string): string {
   const body = input.slice(0, hash);
   const checksum = input.slice(hash + 1);
   if (checksum.length !== 8 || [...checksum].some((c) => !CHECKSUM_CHARSET.includes(c))) {
-    refuse('A descriptor checksum is 8 characters after "#" (BIP380); this one is malformed.');
+    refuse('a descriptor checksum is 8 characters after "#" (BIP380); this one is malformed');
   }
   const expected = computeDescriptorChecksum(body);
-  if (expected === null) refuse('The descriptor contains a character descriptors never use.');
+  if (expected === null) refuse('the descriptor contains a character descriptors never use');
   if (expected !== checksum) {
-    refuse('The descriptor checksum does not match: the descriptor was mistyped or altered. Copy it again from your wallet.');
+    refuse('the descriptor checksum does not match: the descriptor was mistyped or altered; copy it again from your wallet');
   }
   return body;
 }
 
 function refuseUnsupported(body: string): never {
   const name = /^([a-z_]+)\(/.exec(body)?.[1];
-  if (name === undefined) refuse(`Not a descriptor Till understands: ${SUPPORTED}.`);
+  if (name === undefined) refuse(`not a descriptor Till understands: ${SUPPORTED}`);
   if (WRAPPERS.some((w) => body.startsWith(w.open))) {
-    refuse(`The descriptor is malformed: check its parentheses. ${SUPPORTED}.`);
+    refuse(`the descriptor is malformed: check its parentheses; ${SUPPORTED}`);
   }
   if (name === 'multi' || name === 'sortedmulti' || name === 'wsh' || /^sh\((?:wsh|multi|sortedmulti)\(/.test(body)) {
-    refuse(`Multisig and script descriptors are not supported: Till watches single-key wallets. ${SUPPORTED}.`);
+    refuse(`multisig and script descriptors are not supported: Till watches single-key wallets; ${SUPPORTED}`);
   }
-  if (name === 'sh') refuse(`sh() is supported only around wpkh(): ${SUPPORTED}.`);
-  refuse(`${name}() descriptors are not supported: ${SUPPORTED}.`);
+  if (name === 'sh') refuse(`sh() is supported only around wpkh(): ${SUPPORTED}`);
+  refuse(`${name}() descriptors are not supported: ${SUPPORTED}`);
 }
 
 function splitKeyExpression(expression: string): {
@@ -124,20 +124,20 @@ function splitKeyExpression(expression: string): {
   let originPath: string | null = null;
   if (rest.startsWith('[')) {
     const close = rest.indexOf(']');
-    if (close === -1) refuse('The key origin is missing its closing "]".');
+    if (close === -1) refuse('the key origin is missing its closing "]"');
     ({ fingerprint, originPath } = parseOrigin(rest.slice(1, close)));
     rest = rest.slice(close + 1);
   }
   if (/[[\]]/.test(rest)) {
-    refuse('A key origin is written once, as [fingerprint/path], directly before the key.');
+    refuse('a key origin is written once, as [fingerprint/path], directly before the key');
   }
   const slash = rest.indexOf('/');
   const keyText = slash === -1 ? rest : rest.slice(0, slash);
   const suffix = slash === -1 ? '' : rest.slice(slash);
-  if (keyText === '') refuse('The descriptor has no key.');
+  if (keyText === '') refuse('the descriptor has no key');
   if (/^(?:0[23][0-9a-fA-F]{64}|04[0-9a-fA-F]{128}|[0-9a-fA-F]{64})$/.test(keyText)) {
     refuse(
-      'That descriptor holds a single public key, which gives only one address. Till needs an extended public key (xpub, ypub, zpub, tpub, upub or vpub) to derive a fresh address per invoice.',
+      'that descriptor holds a single public key, which gives only one address: Till needs an extended public key (xpub, ypub, zpub, tpub, upub or vpub) to derive a fresh address per invoice',
     );
   }
   checkSuffix(suffix);
@@ -147,12 +147,12 @@ function splitKeyExpression(expression: string): {
 function parseOrigin(origin: string): { fingerprint: string; originPath: string } {
   const [fingerprint = '', ...steps] = origin.split('/');
   if (!/^[0-9a-fA-F]{8}$/.test(fingerprint)) {
-    refuse('The key origin must start with an 8-character hex fingerprint, as in [d34db33f/84h/0h/0h].');
+    refuse('the key origin must start with an 8-character hex fingerprint, as in [d34db33f/84h/0h/0h]');
   }
   const normalized = steps.map((step) => {
     const match = /^(\d{1,10})(['h]?)$/.exec(step);
     if (!match || Number(match[1]) > MAX_NON_HARDENED_INDEX) {
-      refuse(`Each key origin step is a number up to ${MAX_NON_HARDENED_INDEX}, optionally followed by h or ' (hardened).`);
+      refuse(`each key origin step is a number up to ${MAX_NON_HARDENED_INDEX}, optionally followed by h or ' (hardened)`);
     }
     return `${Number(match[1])}${match[2] ? 'h' : ''}`;
   });
@@ -163,11 +163,11 @@ function checkSuffix(suffix: string): void {
   if (suffix === '' || suffix === '/0/*' || suffix === '/<0;1>/*') return;
   if (/[\d*]['hH]/.test(suffix)) {
     refuse(
-      `Hardened derivation after the key needs the private key. Export the extended public key at the last hardened step (the account key, e.g. m/84h/0h/0h) and use ${KEY_FORMS}.`,
+      `hardened derivation after the key needs the private key: export the extended public key at the last hardened step (the account key, e.g. m/84h/0h/0h) and use ${KEY_FORMS}`,
     );
   }
   if (/^\/\d+\/\*$/.test(suffix) || suffix === '/*' || /^\/<[^>]*>\/\*$/.test(suffix)) {
-    refuse(`Till hands out receive addresses, from branch 0 of the account key: use ${KEY_FORMS}.`);
+    refuse(`receive addresses are handed out from branch 0 of the account key: use ${KEY_FORMS}`);
   }
-  refuse(`Unsupported derivation after the key: Till accepts ${KEY_FORMS}.`);
+  refuse(`unsupported derivation after the key: Till accepts ${KEY_FORMS}`);
 }

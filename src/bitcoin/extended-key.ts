@@ -78,25 +78,26 @@ export const MAX_WATCH_KEY_LENGTH = 1000;
 const SERIALIZED_LENGTH = 78;
 const ENCODED_LENGTH = 111;
 const ACCEPTED_KINDS = 'xpub, ypub, zpub (mainnet) or tpub, upub, vpub (testnet, signet, regtest)';
+const EVERY_KIND = 'an xpub, ypub, zpub, tpub, upub or vpub';
 // A base58 address is a version byte and a 20-byte hash.
 const ADDRESS_PAYLOAD_LENGTH = 21;
 const SEGWIT_ADDRESS = /^(?:bc|tb|bcrt)1[02-9ac-hj-np-z]{8,87}$/i;
-const ADDRESS_MESSAGE = `That is a Bitcoin address, not an extended public key: Till derives a fresh address per invoice, so it needs your wallet's extended public key (${ACCEPTED_KINDS}).`;
+const ADDRESS_MESSAGE = `that is a Bitcoin address, not an extended public key: Till derives a fresh address per invoice, so it needs your wallet's extended public key (${ACCEPTED_KINDS})`;
 
 function refuse(message: string): never {
   throw invalidField('xpub', message);
 }
 
 export function parseWatchKey(input: string, network: TillNetwork, opts: ParseWatchKeyOptions): WatchKey {
-  if (typeof input !== 'string') refuse('xpub must be a string.');
+  if (typeof input !== 'string') refuse('xpub must be a string');
   const text = input.trim();
-  if (text === '') refuse('xpub is empty: paste an extended public key or a descriptor from your wallet.');
+  if (text === '') refuse('xpub is empty: paste an extended public key or a descriptor from your wallet');
   if (text.length > MAX_WATCH_KEY_LENGTH) {
-    refuse(`xpub is too long (${text.length} characters; at most ${MAX_WATCH_KEY_LENGTH}).`);
+    refuse(`xpub is too long (${text.length} characters; at most ${MAX_WATCH_KEY_LENGTH})`);
   }
   const secret = findPrivateKey(text);
   if (secret !== null) refuse(privateKeyMessage(secret));
-  if (/\s/.test(text)) refuse('xpub must not contain spaces or line breaks.');
+  if (/\s/.test(text)) refuse('xpub must not contain spaces or line breaks');
   if (SEGWIT_ADDRESS.test(text)) refuse(ADDRESS_MESSAGE);
 
   const isDescriptor = text.includes('(');
@@ -104,7 +105,7 @@ export function parseWatchKey(input: string, network: TillNetwork, opts: ParseWa
   const xpub = descriptor?.keyText ?? text;
   const key = decodeExtendedPublicKey(xpub);
   if (key.version.scriptType === null) {
-    refuse(`Multisig extended keys (${key.version.prefix}) are not supported: Till watches single-key wallets.`);
+    refuse(`multisig extended keys (${key.version.prefix}) are not supported: Till watches single-key wallets`);
   }
   if (opts.requireNetworkMatch) checkNetwork(key.version, network);
   const scriptType = descriptor?.scriptType ?? key.version.scriptType;
@@ -129,39 +130,39 @@ export function decodeExtendedPublicKey(text: string): ExtendedPublicKey {
   const decoded = decodeBase58Check(text);
   if (!decoded.ok) {
     if (decoded.reason === 'characters') {
-      refuse(`Not an extended public key: it contains characters that never appear in one. Expected ${ACCEPTED_KINDS}.`);
+      refuse(`not an extended public key: it contains characters that never appear in one; expected ${ACCEPTED_KINDS}`);
     }
     if (text.length !== ENCODED_LENGTH) {
-      refuse(`Wrong length for an extended public key: ${text.length} characters, expected ${ENCODED_LENGTH}. Copy it again from your wallet, in full.`);
+      refuse(`wrong length for an extended public key: ${text.length} characters, where ${EVERY_KIND} has ${ENCODED_LENGTH}; copy it again from your wallet, in full`);
     }
-    refuse('The extended public key checksum does not match: a character was mistyped. Copy it again from your wallet.');
+    refuse('the extended public key checksum does not match: a character was mistyped; copy it again from your wallet');
   }
   const bytes = decoded.payload;
   if (bytes.length === ADDRESS_PAYLOAD_LENGTH) refuse(ADDRESS_MESSAGE);
   if (bytes.length !== SERIALIZED_LENGTH) {
-    refuse(`Wrong length for an extended public key: ${text.length} characters, expected ${ENCODED_LENGTH}. Expected ${ACCEPTED_KINDS}.`);
+    refuse(`wrong length for an extended public key: ${text.length} characters, where ${EVERY_KIND} has ${ENCODED_LENGTH}; expected ${ACCEPTED_KINDS}`);
   }
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const version = findKeyVersion(view.getUint32(0));
-  if (version === undefined) refuse(`Unknown extended key version. Expected ${ACCEPTED_KINDS}.`);
+  if (version === undefined) refuse(`unknown extended key version; expected ${ACCEPTED_KINDS}`);
   if (version.isPrivate) refuse(privateKeyMessage(`an extended private key (${version.prefix})`));
   const depth = bytes[4]!;
   const parentFingerprint = view.getUint32(5);
   const childIndex = view.getUint32(9);
   if (depth === 0 && (parentFingerprint !== 0 || childIndex !== 0)) {
-    refuse('Invalid extended public key: a master key (depth 0) cannot have a parent fingerprint or child index.');
+    refuse('invalid extended public key: a master key (depth 0) cannot have a parent fingerprint or child index');
   }
   const publicKey = bytes.slice(45, 78);
   if ((publicKey[0] !== 0x02 && publicKey[0] !== 0x03) || !ecc.isPoint(publicKey)) {
-    refuse('Invalid extended public key: its public key is not a valid secp256k1 point.');
+    refuse('invalid extended public key: its public key is not a valid secp256k1 point');
   }
   return { version, depth, parentFingerprint, childIndex, chainCode: bytes.slice(13, 45), publicKey };
 }
 
 function privateKeyMessage(what: string): string {
   return (
-    `This is a PRIVATE key: the input contains ${what}. Till never needs a private key and has not stored it. ` +
-    'Paste the extended PUBLIC key (xpub, ypub, zpub, tpub, upub, vpub) or a public descriptor from your wallet instead.'
+    `this is a PRIVATE key: the input contains ${what}; Till never needs a private key and has not stored it: ` +
+    'paste the extended PUBLIC key (xpub, ypub, zpub, tpub, upub, vpub) or a public descriptor from your wallet instead'
   );
 }
 
@@ -171,7 +172,7 @@ function checkNetwork(version: KeyVersion, network: TillNetwork): void {
   const keyName = version.keyNetwork === 'main' ? 'mainnet' : 'testnet';
   const wanted = expected === 'main' ? 'mainnet keys (xpub, ypub, zpub)' : 'testnet keys (tpub, upub, vpub)';
   refuse(
-    `This is a ${keyName} key (${version.prefix}), but this Till runs on ${describeNetwork(network)}, which uses ${wanted}. ` +
-      `Export the key for ${describeNetwork(network)} from your wallet.`,
+    `this is a ${keyName} key (${version.prefix}), but this Till runs on ${describeNetwork(network)}, which uses ${wanted}: ` +
+      `export the key for ${describeNetwork(network)} from your wallet`,
   );
 }

@@ -264,11 +264,14 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
       ['a private key', 'tprv8ZgxMBicQKsPd9TeAdPADNnSyH9SSUUbTVeFszDE23Ki6TBB5nCefAdHkK8Fm3qMQR6sHwA56zqRmKmxnHk37JkiFzvncDqoKmPWubu7hDF', /PRIVATE key/],
       ['a mainnet key for a live regtest store', testXpub('cli'), /mainnet key .*regtest/],
       ['garbage', 'not-a-key', /xpub/],
+      // Said as every other error is (lower case, no closing full stop), with what a key's length should be.
+      ['a key cut short', testTpub('cli').slice(0, 100), /^till: wrong length for an extended public key: 100 characters, where an xpub, ypub, zpub, tpub, upub or vpub has 111; copy it again from your wallet, in full\n$/],
     ];
     for (const [what, key, message] of refusals) {
       const r = await runTill(['xpub', 'add', '--store', store.id, '--env', 'live', key], { dataDir, env });
       assert.notEqual(r.code, 0, what);
       assert.match(r.stderr, message, what);
+      assert.match(r.stderr, /^till: [a-z][^\n]*[^.]\n$/, `${what}: one line, worded as the others`);
       if (key.length > 40) assert.ok(!r.stderr.includes(key.slice(10, 40)), `${what}: the key is not echoed back`);
     }
     // A private key typed into another argument is not echoed either, by Till's errors or by the argument parser's.
