@@ -17,8 +17,17 @@ export function emit(opts: OutputOptions, data: unknown, human: () => string): v
 }
 
 export function fail(message: string, code = 1): never {
-  process.stderr.write(`till: ${escapeControls(redactPrivateKeys(message).replace(/\s*\n\s*/g, ' '))}\n`);
+  process.stderr.write(`till: ${oneLine(message)}\n`);
   process.exit(code);
+}
+
+/** What the user should know though the command did its work: one line on stderr, "till: warning: …" (never on stdout, which --json keeps for its document). */
+export function warn(message: string): void {
+  process.stderr.write(`till: warning: ${oneLine(message)}\n`);
+}
+
+function oneLine(message: string): string {
+  return escapeControls(redactPrivateKeys(message).replace(/\s*\n\s*/g, ' '));
 }
 
 /**

@@ -11,7 +11,7 @@ import { makeDirs } from '../../src/make-dirs.ts';
 import { dropServerLease } from '../../src/services/server-lease.ts';
 import { listUnreadableSecrets } from '../../src/services/webhooks.ts';
 import { configFrom } from '../context.ts';
-import { emit, mandatory } from '../output.ts';
+import { emit, mandatory, warn } from '../output.ts';
 
 /** 2026-11-22T04-55-01Z: sortable, and safe in every file system. */
 function stamp(ms: number): string {
@@ -148,8 +148,8 @@ export function backupCommand(): Command {
         db.close();
       }
       syncToDisk(resolve(out));
-      if (keyProblem) process.stderr.write(`till: warning: ${keyProblem}\n`);
-      if (!copied.includes(SECRET_KEY_FILE)) process.stderr.write(`till: warning: ${key} is missing, so this backup has none: the webhook secrets in it cannot be read; replace them after a restore (till webhooks rotate --unreadable)\n`);
+      if (keyProblem) warn(keyProblem);
+      if (!copied.includes(SECRET_KEY_FILE)) warn(`${key} is missing, so this backup has none: the webhook secrets in it cannot be read; replace them after a restore (till webhooks rotate --unreadable)`);
       emit(this.optsWithGlobals(), { path: target, files: copied }, () =>
         `backup written to ${target} (${copied.join(', ')})\nto restore: stop Till, delete till.db-wal and till.db-shm from the data directory, copy these files into it, start Till`);
     });

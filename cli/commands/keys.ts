@@ -4,7 +4,7 @@ import { STORE_MODES } from '../../src/domain/store.ts';
 import { listApiKeys, mintApiKey, revokeApiKey } from '../../src/services/api-keys.ts';
 import { getStore } from '../../src/services/stores.ts';
 import { withContext } from '../context.ts';
-import { emit, mandatory, table } from '../output.ts';
+import { emit, mandatory, table, warn } from '../output.ts';
 
 export function keysCommand(): Command {
   const cmd = new Command('keys').description('mint, list and revoke API keys');
@@ -15,10 +15,9 @@ export function keysCommand(): Command {
     .action(function (this: Command) {
       const o = this.opts();
       const { record, key, mode } = withContext(this, (ctx) => ({ ...mintApiKey(ctx, o.store, o.env), mode: getStore(ctx, o.store).mode }));
-      emit(this.optsWithGlobals(), { ...apiKeyView(record), key }, () =>
-        `${key}\n(key ${record.id}: shown once, store it now; Till keeps only its hash)` +
-          // Allowed ahead of a change of mode, but unusable until then: say so now, not at the first 401.
-          (mode === o.env ? '' : `\nnote: the store is in ${mode} mode: this ${o.env} key answers 401 api_key_wrong_env until till store set ${o.store} --mode ${o.env}`));
+      emit(this.optsWithGlobals(), { ...apiKeyView(record), key }, () => `${key}\n(key ${record.id}: shown once, store it now; Till keeps only its hash)`);
+      // Allowed ahead of a change of mode, but unusable until then: say so now (with --json too), not at the first 401.
+      if (mode !== o.env) warn(`the store is in ${mode} mode: this ${o.env} key answers 401 api_key_wrong_env until till store set ${o.store} --mode ${o.env}`);
     });
 
   cmd.command('list').description('list API keys (masked)').option('--store <id>', 'only this store').action(function (this: Command) {

@@ -360,8 +360,13 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     assert.match(created.stdout, new RegExp(`next: till xpub add --store ${id} --env test <your wallet's xpub>, then till keys mint --store ${id} --env test\n$`));
     const live = await runTill(['keys', 'mint', '--store', id, '--env', 'live'], { dataDir });
     assert.equal(live.code, 0);
-    assert.match(live.stdout, new RegExp(`\nnote: the store is in test mode: this live key answers 401 api_key_wrong_env until till store set ${id} --mode live\n$`));
-    assert.doesNotMatch((await runTill(['keys', 'mint', '--store', id, '--env', 'test'], { dataDir })).stdout, /note:/);
+    // A warning, said as every warning is: on stderr, "till: warning: …", with --json too.
+    assert.equal(live.stderr, `till: warning: the store is in test mode: this live key answers 401 api_key_wrong_env until till store set ${id} --mode live\n`);
+    assert.match(live.stdout, /^svc_live_\w+\n\(key key_\w+: shown once, store it now; Till keeps only its hash\)\n$/);
+    const json = await runTill(['--json', 'keys', 'mint', '--store', id, '--env', 'live'], { dataDir });
+    assert.match(JSON.parse(json.stdout).key, /^svc_live_/);
+    assert.match(json.stderr, /^till: warning: the store is in test mode/);
+    assert.equal((await runTill(['keys', 'mint', '--store', id, '--env', 'test'], { dataDir })).stderr, '');
   });
 
   test('--store naming no store is an error, not an empty answer; with a delivery id, --store is refused', async (t) => {
@@ -428,7 +433,7 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     assert.equal((await runTill(['config', 'show'], { dataDir })).stderr, '', 'an existing data dir: no note');
     const typo = await runTill(['config', 'show'], { dataDir: `${dataDir}-typo` });
     assert.equal(typo.code, 0);
-    assert.equal(typo.stderr, `till: note: ${dataDir}-typo does not exist (yet): no till's settings file was read there; check --data-dir or TILL_DATA_DIR\n`);
+    assert.equal(typo.stderr, `till: warning: ${dataDir}-typo does not exist (yet): no till's settings file was read there; check --data-dir or TILL_DATA_DIR\n`);
     assert.match(typo.stdout, /^data_dir\s+.*-typo$/m);
     const help = await runTill(['--help']);
     assert.equal(help.code, 0);
