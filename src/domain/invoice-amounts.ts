@@ -5,7 +5,8 @@ import type { Invoice, Payment } from './invoice.ts';
 // 0 required, every counting payment (mempool included) is confirmed. A
 // coinbase is unconfirmed money until it is mature: consensus lets it be spent
 // only after COINBASE_MATURITY confirmations, and a reorg that drops its block
-// drops it for good (it never goes back to the mempool).
+// drops it (it never goes back to the mempool; only a reorg back to its block
+// brings it back).
 
 /** Confirmations before a coinbase output may be spent (Bitcoin Core's COINBASE_MATURITY). */
 export const COINBASE_MATURITY = 100;

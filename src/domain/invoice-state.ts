@@ -27,7 +27,7 @@ export { amountConfirmed, amountReceived } from './invoice-amounts.ts';
 //   fewer confirmations is not a reversal; back to mempool, replaced or gone is.
 // - A coinbase with fewer than COINBASE_MATURITY (100) confirmations is held
 //   and counted like an unconfirmed payment (it cannot be spent yet, and a
-//   reorg loses it for good): it pays an invoice that requires 0 confirmations
+//   reorg loses it, unless a reorg back restores its block): it pays an invoice that requires 0 confirmations
 //   at once, any other once it has both the required confirmations and 100.
 //   One seen before expires_at keeps the invoice waiting for it, as any
 //   on-time payment confirmed late does.
@@ -100,14 +100,16 @@ export const REPLACED_MAY_BE_MINED_MS = 14 * 24 * 3600_000;
  *   gone from Till's node (evicted, or a reorg's loser), it may still be mined,
  *   and then it counts again. Counted from when Till found it gone, not from
  *   its first sighting, which a fee bump inherits from what it replaced: other
- *   nodes took the bump when it was sent, which may be days later. Not a
- *   coinbase: one whose block left the chain can never be mined again.
+ *   nodes took the bump when it was sent, which may be days later. A
+ *   coinbase too: it is never mined again in another block, but a reorg back
+ *   to the branch that holds its block (that branch overtaking again) puts it
+ *   back on the best chain, and then it counts again.
  */
 export function watchUntil(invoice: Invoice): number | null {
   const end = watchEnd(invoice);
   if (end === null) return null;
   return invoice.payments.reduce(
-    (until, p) => (p.status === 'replaced' && !p.coinbase && !isSimulatedPayment(invoice, p.txid) ? Math.max(until, (p.replacedAt ?? p.firstSeenAt) + REPLACED_MAY_BE_MINED_MS) : until),
+    (until, p) => (p.status === 'replaced' && !isSimulatedPayment(invoice, p.txid) ? Math.max(until, (p.replacedAt ?? p.firstSeenAt) + REPLACED_MAY_BE_MINED_MS) : until),
     end,
   );
 }

@@ -309,7 +309,7 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
       return entry;
     };
     // A disconnected block's payment is unconfirmed again, unless the new branch double-spent it, or it is
-    // a coinbase: that never goes back to the mempool, and is gone for good.
+    // a coinbase: that never goes back to the mempool (only a reorg back to its block brings it back).
     const unmined = (p: Payment) => (p.coinbase || change.gone?.has(p.txid) ? ('replaced' as const) : ('mempool' as const));
     for (const { height, hash } of change.disconnected) {
       ctx.chain.blockChanges++;

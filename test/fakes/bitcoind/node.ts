@@ -315,6 +315,33 @@ export class FakeBitcoind {
     return { disconnected: disconnected.map((r) => r.hash), connected: connected.map((r) => r.hash) };
   }
 
+  /**
+   * A reorg back to a branch that left the best chain (its blocks stay known,
+   * as Core keeps them): the active blocks above the fork are disconnected,
+   * the stale branch up to `hash` is connected again, and one new block is
+   * mined on it, so it has the most work (bitcoind: invalidateblock the other
+   * branch, reconsiderblock this one, one more block). Only branches of blocks
+   * that hold nothing but their coinbase: the mempool is left as it is.
+   */
+  async reorgBack(hash: string): Promise<void> {
+    const chain = this.#chain;
+    const target = chain.byHash(hash);
+    if (!target) throw new Error(`reorgBack: unknown block ${hash}`);
+    if (chain.isActive(target)) throw new Error(`reorgBack: ${hash} is on the best chain`);
+    const branch: BlockRecord[] = [];
+    let fork: BlockRecord | null = target;
+    for (; fork && !chain.isActive(fork); fork = fork.prev) branch.unshift(fork);
+    const leaving: BlockRecord[] = [];
+    for (let h = chain.height; h > fork!.height; h--) leaving.push(chain.atHeight(h)!);
+    if ([...branch, ...leaving].some((r) => r.txs.length > 1)) throw new Error('reorgBack: only branches of coinbase-only blocks');
+    for (const _ of leaving) this.#publishBlockDisconnected(chain.disconnectTip());
+    for (const record of branch) this.#publishBlockConnected(chain.connect(record.block));
+    const height = fork!.height + leaving.length;
+    while (chain.height <= height) this.#publishBlockConnected(this.#connectNewBlock([], 0n, ++this.#branches));
+    this.#publishTip(chain.tip);
+    await this.#zmq.flush();
+  }
+
   /** Loses every ZMQ message for which `predicate` returns true; counters still advance. null stops dropping. */
   dropZmq(predicate: ZmqDropPredicate | null): void {
     this.#zmq.setDropPredicate(predicate);

@@ -28,6 +28,8 @@ export interface ChainNode {
   replace(txid: string, opts?: { outputs?: [] }): Promise<string>;
   /** Disconnect `depth` blocks and mine depth+1 others without the given transactions. */
   reorg(depth: number, opts: { dropTxids?: string[]; leaveInMempool?: string[] }): Promise<void>;
+  /** Back to the branch ending at `hash` that a reorg took off the best chain, mined on until it is one block longer than the best chain was (coinbase-only blocks). */
+  reorgBack(hash: string): Promise<void>;
   waitForSubscriber(): Promise<void>;
   stop(): Promise<void>;
   /** The fake only: test controls a real node does not have. */
@@ -48,6 +50,7 @@ export async function startFakeNode(clock: Clock): Promise<ChainNode> {
     mine: async (n = 1, o = {}) => void (await node.mine(n, o)),
     replace: (txid, o) => node.replace(txid, o),
     reorg: async (depth, o) => void (await node.reorg(depth, o)),
+    reorgBack: (hash) => node.reorgBack(hash),
     waitForSubscriber: () => node.waitForSubscriber(['rawtx', 'sequence', 'hashblock'], 5000),
     stop: () => node.stop(),
     fake: node,
@@ -152,6 +155,22 @@ export async function startRealNode(binary: string, clock: Clock): Promise<Chain
       const mempool = ((await rpc.call('getrawmempool')) as string[]).filter((t) => !leave.has(t));
       await rpc.call('generateblock', [own, mempool]);
       for (let i = 0; i < depth; i++) await rpc.call('generateblock', [own, []]);
+    },
+    reorgBack: async (hash) => {
+      await followClock();
+      // The branch's first block, and the best chain's block at its height: that one is invalidated.
+      let first = hash;
+      for (;;) {
+        const header = (await rpc.call('getblockheader', [first])) as { confirmations: number; previousblockhash: string };
+        const prev = (await rpc.call('getblockheader', [header.previousblockhash])) as { confirmations: number };
+        if (prev.confirmations !== -1) break;
+        first = header.previousblockhash;
+      }
+      const height = ((await rpc.call('getblockheader', [first])) as { height: number }).height;
+      const leaving = (await rpc.call('getblockcount')) as number;
+      await rpc.call('invalidateblock', [(await rpc.call('getblockhash', [height])) as string]);
+      await rpc.call('reconsiderblock', [first]);
+      while (((await rpc.call('getblockcount')) as number) <= leaving) await rpc.call('generateblock', [own, []]);
     },
     // Core's publisher has no subscription feedback: give the slow joiner time.
     waitForSubscriber: () => new Promise((r) => setTimeout(r, 1000)),

@@ -161,6 +161,28 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid', 'invoice.payment_reversed']);
   });
 
+  test('a coinbase reorged away counts again when a reorg back puts its block on the best chain, also after the invoice\'s window for new money: payment_restored', async (t) => {
+    const f = await startChainFixture(t, makeNode, { confirmations: 0 });
+    // No late window: the paid invoice's window for new money ends when it is paid.
+    updateStore(f.till.rt.ctx, f.store.storeId, { lateWindowMinutes: 0 });
+    const inv = await createInvoice(f);
+    await f.node.mine(1, { to: inv.address });
+    const { hash } = await f.node.tip();
+    await synced(f);
+    assert.equal((await getInvoice(f, inv.id)).status, 'paid');
+    await f.node.reorg(1, {});
+    await synced(f);
+    assert.deepEqual((await getInvoice(f, inv.id)).payments.map((p: any) => p.status), ['replaced']);
+    // A while later (the next sync prunes the watch set): the branch that held it overtakes again.
+    f.till.clock.advance(10 * 60_000);
+    await mineAndSync(f);
+    await f.node.reorgBack(hash);
+    await synced(f);
+    const back = await getInvoice(f, inv.id);
+    assert.deepEqual([back.status, back.payments[0].status, back.payments[0].coinbase, back.amount_received_sats > 0], ['paid', 'confirmed', true, true], 'its block is on the best chain again');
+    assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid', 'invoice.payment_reversed', 'invoice.payment_restored']);
+  });
+
   test('an output of 0 sats to an invoice address, mined without the mempool: no payment, and the chain is read on past it', async (t) => {
     const f = await startChainFixture(t, makeNode);
     const target = await createInvoice(f);
