@@ -359,7 +359,7 @@ export function applyChainChange(ctx: Context, change: ChainChange, now: number)
       // Judged at a block's time only while catching up (applyPayments), and only a pending or expired
       // invoice can settle: spare the rest the search (with one block, there is nothing to search).
       const search = !ctx.chain.caughtUp && change.connected.length > 1 && (before.status === 'pending' || before.status === 'expired');
-      const heldAt = (search ? settlingBlockTime(before, counted, change.connected, now) : null) ?? lastTime;
+      const heldAt = (search ? settlingBlockTime(before, counted, change.connected, change.disconnected.length > 0, now) : null) ?? lastTime;
       return applyPayments(ctx, before, countedAt(withLateJoiners(ctx, before, counted, refused, heldAt, now), tip, countedFrom), now, heldAt);
     });
     // After the payments are saved: one this change put back in the mempool keeps what it spends.
@@ -389,13 +389,19 @@ function withLateJoiners(ctx: Context, before: StoredInvoice, payments: Payment[
  * late payment mined on day 1 of the window is late_paid, and paid_at is the
  * time of the block that paid, not of the change's last one. Only the blocks
  * where the invoice's payments were mined or reached their confirmations
- * can settle it.
+ * can settle it, and after a reorg the new branch's first block. If none
+ * settles it, the first block at which the on-time payments it waited for
+ * past expires_at stopped covering it (a coinbase whose block the reorg
+ * dropped: its first block shows that), so its wait is dated there
+ * (waitEndedAt), not at the change's last block, which may be hours later.
  */
-function settlingBlockTime(before: StoredInvoice, payments: Payment[], blocks: readonly BlockHeader[], now: number): number | null {
+function settlingBlockTime(before: StoredInvoice, payments: Payment[], blocks: readonly BlockHeader[], reorg: boolean, now: number): number | null {
   const timeAt = new Map(blocks.map((b) => [b.height, b.time]));
   const known = new Set(before.payments.map(outpointKey));
   const needed = (p: Payment) => Math.max(confirmationsNeeded(p, before.confirmationsRequired), 1);
   const heights = new Set(payments.flatMap((p) => (p.blockHeight === null ? [] : [p.blockHeight, p.blockHeight + needed(p) - 1])));
+  if (reorg && blocks[0]) heights.add(blocks[0].height);
+  let waitEndedAt: number | null = null;
   for (const height of [...heights].filter((h) => timeAt.has(h)).sort((a, b) => a - b)) {
     // The payments as of `height`: mined above it, a known one was in the mempool (a coinbase, never there:
     // off the chain), a new one not seen yet.
@@ -405,9 +411,11 @@ function settlingBlockTime(before: StoredInvoice, payments: Payment[], blocks: r
       return known.has(outpointKey(p)) ? [{ ...p, status: p.coinbase ? 'replaced' : 'mempool', confirmations: 0, blockHeight: null, blockHash: null }] : [];
     });
     const heldAt = timeAt.get(height)!;
-    if (transition(before, { kind: 'payments', payments: asOf, catchingUp: true, heldAt }, now).invoice.status !== before.status) return heldAt;
+    const after = transition(before, { kind: 'payments', payments: asOf, catchingUp: true, heldAt }, now).invoice;
+    if (after.status !== before.status) return heldAt;
+    if (waitEndedAt === null && after.waitEndedAt != null && before.waitEndedAt == null) waitEndedAt = heldAt;
   }
-  return null;
+  return waitEndedAt;
 }
 
 /** The payments with their confirmation counts at `tip`, as refreshConfirmations sets them (mined from `fromHeight` up); the same array if none moved. */
