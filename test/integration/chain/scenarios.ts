@@ -111,7 +111,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid']);
   });
 
-  test('coinbases paying two invoices in two blocks: immature, neither counts as confirmed nor replaces the other; one reorged out is gone for good, the other pays at its 100th confirmation', async (t) => {
+  test('coinbases paying two invoices in two blocks: immature, neither counts as confirmed nor replaces the other; one reorged out is replaced at once (no mempool to return to), the other pays at its 100th confirmation', async (t) => {
     const f = await startChainFixture(t, makeNode);
     const a = await createInvoice(f);
     const b = await createInvoice(f);
@@ -147,7 +147,7 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.deepEqual(eventTypes(f, a.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid']);
   });
 
-  test('a store with 0 confirmations counts an immature coinbase at once; its block reorged away reverses it for good', async (t) => {
+  test('a store with 0 confirmations counts an immature coinbase at once; its block reorged away reverses it at once', async (t) => {
     const f = await startChainFixture(t, makeNode, { confirmations: 0 });
     const inv = await createInvoice(f);
     await f.node.mine(1, { to: inv.address });

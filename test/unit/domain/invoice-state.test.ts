@@ -410,7 +410,7 @@ const scenarios: Scenario[] = [
     ],
   },
   {
-    name: 'an on-time coinbase whose block is reorged away before it matures: gone for good, the waiting invoice expires when that is learned',
+    name: 'an on-time coinbase whose block is reorged away before it matures: replaced at once, the waiting invoice expires when that is learned',
     steps: [
       { at: T0 + MINUTE, fact: pays(coinbase('a', AMOUNT, T0 + MINUTE, 5)), status: 'pending', events: ['payment_detected:a'] },
       { at: EXPIRES + HOUR, fact: pays({ ...replaced('a', AMOUNT, T0 + MINUTE), coinbase: true }), status: 'expired', events: ['expired'], expect: { expiredAt: EXPIRES + HOUR, received: 0 } },
