@@ -28,7 +28,7 @@ const HIDDEN_SETTINGS = [
  * message of a parser of Till's, which names the option again. Any other text
  * is left as it is.
  */
-export function plainUsageError(text: string): string {
+function plainUsageError(text: string): string {
   const bad = badValue(text);
   if (!bad) return text;
   const choices = /^Allowed choices are ([^]*)\.$/.exec(bad.why);
