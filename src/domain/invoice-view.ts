@@ -1,5 +1,5 @@
 import { toIso, toIsoOrNull } from '../clock.ts';
-import type { Invoice } from './invoice.ts';
+import type { Invoice, Payment } from './invoice.ts';
 import { amountConfirmed, amountReceived } from './invoice-state.ts';
 import { formatCents, satsToBtcString } from './money.ts';
 
@@ -30,16 +30,7 @@ export function invoiceView(inv: Invoice, baseUrl: string) {
     amount_received_sats: amountReceived(inv),
     amount_confirmed_sats: amountConfirmed(inv),
     confirmations_required: inv.confirmationsRequired,
-    payments: inv.payments.map((p) => ({
-      txid: p.txid,
-      vout: p.vout,
-      amount_sats: p.amountSats,
-      confirmations: p.confirmations,
-      block_height: p.blockHeight,
-      status: p.status,
-      coinbase: p.coinbase,
-      first_seen_at: toIso(p.firstSeenAt),
-    })),
+    payments: inv.payments.map(paymentView),
     expires_at: toIso(inv.expiresAt),
     created_at: toIso(inv.createdAt),
     paid_at: toIsoOrNull(inv.paidAt),
@@ -52,3 +43,17 @@ export function invoiceView(inv: Invoice, baseUrl: string) {
 }
 
 export type InvoiceView = ReturnType<typeof invoiceView>;
+
+/** One entry of the public invoice's payments; also a webhook's data.payment. */
+export function paymentView(p: Payment) {
+  return {
+    txid: p.txid,
+    vout: p.vout,
+    amount_sats: p.amountSats,
+    confirmations: p.confirmations,
+    block_height: p.blockHeight,
+    status: p.status,
+    coinbase: p.coinbase,
+    first_seen_at: toIso(p.firstSeenAt),
+  };
+}

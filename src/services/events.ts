@@ -1,7 +1,7 @@
 import { toIso } from '../clock.ts';
 import type { Invoice } from '../domain/invoice.ts';
 import type { DomainEvent } from '../domain/invoice-state.ts';
-import { invoiceView } from '../domain/invoice-view.ts';
+import { invoiceView, paymentView } from '../domain/invoice-view.ts';
 import { newId } from '../ids.ts';
 import { addDeliveries } from '../webhooks/dispatcher.ts';
 import type { Context } from './context.ts';
@@ -22,9 +22,7 @@ export function recordEvents(ctx: Context, invoice: Invoice, events: readonly Do
   for (const e of events) {
     const id = newId('evt', now);
     const payment = e.payment ? invoice.payments.find((p) => p.txid === e.payment!.txid && p.vout === e.payment!.vout) : undefined;
-    const paymentJson = payment
-      ? `,"payment":${JSON.stringify({ txid: payment.txid, vout: payment.vout, amount_sats: payment.amountSats, status: payment.status })}`
-      : '';
+    const paymentJson = payment ? `,"payment":${JSON.stringify(paymentView(payment))}` : '';
     const body = `{"event_id":"${id}","event_type":${JSON.stringify(e.type)},"created_at":${createdAt},"livemode":${invoice.livemode},"data":{"invoice":${invoiceJson}${paymentJson}}}`;
     ctx.repos.events.insertDispatched({ id, type: e.type, storeId: invoice.storeId, invoiceId: invoice.id, livemode: invoice.livemode, createdAt: now, body });
     addDeliveries(ctx, { id, type: e.type, storeId: invoice.storeId }, invoice.callbackUrl, endpoints, now);

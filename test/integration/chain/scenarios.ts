@@ -104,8 +104,10 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     const seen = await waitFor(async () => (await getInvoice(f, inv.id)).payments.length === 3 && getInvoice(f, inv.id), 'three outputs');
     assert.equal(seen.amount_received_sats, 60_000);
     assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected']);
-    const named = JSON.parse(f.till.rt.ctx.repos.events.listForInvoice(inv.id)[1]!.body).data.payment;
-    assert.deepEqual([named.txid, named.vout], [txid, Math.min(...seen.payments.map((p: { vout: number }) => p.vout))]);
+    const { data } = JSON.parse(f.till.rt.ctx.repos.events.listForInvoice(inv.id)[1]!.body);
+    assert.deepEqual([data.payment.txid, data.payment.vout], [txid, Math.min(...seen.payments.map((p: { vout: number }) => p.vout))]);
+    // The named payment is its entry of the invoice's payments, every field of it.
+    assert.deepEqual(data.payment, data.invoice.payments.find((p: { vout: number }) => p.vout === data.payment.vout));
     await mineAndSync(f);
     assert.equal((await getInvoice(f, inv.id)).status, 'paid');
     assert.deepEqual(eventTypes(f, inv.id), ['invoice.created', 'invoice.payment_detected', 'invoice.paid']);
@@ -130,6 +132,8 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.equal(pendingA.payments[0].status, 'confirmed', 'the first coinbase still counts');
     assert.equal(pendingA.payments[0].confirmations, 2);
     assert.deepEqual(eventTypes(f, a.id), ['invoice.created', 'invoice.payment_detected']);
+    const detected = JSON.parse(f.till.rt.ctx.repos.events.listForInvoice(a.id)[1]!.body).data.payment;
+    assert.deepEqual([detected.coinbase, detected.confirmations], [true, 1], 'the webhook says the payment it names is a coinbase');
     // A coinbase reorged out never comes back: the second is lost at once (no wait for a mempool check), the first is not.
     await f.node.reorg(1, {});
     await synced(f);
