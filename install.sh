@@ -93,17 +93,11 @@ fi
 
 if [ -z "$VERSION" ]; then
   [ -f "$BINARY" ] && [ -x "$BINARY" ] || die "$BINARY is not an executable file"
-  # It must run here before it replaces anything: its native addons go to a
-  # throwaway cache for this check, not into root's home; beside install.sh
-  # rather than in /tmp, which is often mounted noexec.
-  CHECK_CACHE=$(mktemp -d "$HERE/.till-check.XXXXXX" 2>/dev/null || mktemp -d)
-  VERSION=$(TILL_CACHE_DIR=$CHECK_CACHE "$BINARY" --version 2>&1) || {
-    rm -rf "$CHECK_CACHE"
-    die "$BINARY does not run on this machine: $VERSION
+  # It must run here before it replaces anything (--version loads no native
+  # addon, so it writes no cache folder, not even into root's home).
+  VERSION=$("$BINARY" --version 2>&1) || die "$BINARY does not run on this machine: $VERSION
 (one built for another machine, e.g. npm run build -- --target linux-arm64 for a
 Raspberry Pi, is installed there: README.md, \"Install the binary\")"
-  }
-  rm -rf "$CHECK_CACHE"
 fi
 
 if [ -d "$PREFIX" ]; then

@@ -99,29 +99,15 @@ function removeOtherBuilds(dir: string, name: Extractable, keep: string): void {
 }
 
 /**
- * A native addon from the binary, loaded once. Without it nothing runs, and
- * zeromq's is loaded as the bundle starts, before any command could catch an
- * error: a failure ends the process with a message saying what to change.
+ * A native addon from the binary, loaded once, when first used: zeromq's when
+ * serve starts its ZMQ feed, SQLite's when a command opens a database (the
+ * other commands need no cache folder).
  */
 export function loadNativeAddon(name: 'better-sqlite3' | 'zeromq'): object {
   const done = loaded.get(name);
   if (done) return done;
   const module = { exports: {} };
-  let dir = '';
-  let path = '';
-  try {
-    dir = cacheDir();
-    path = extract(name, dir);
-    process.dlopen(module, path);
-  } catch (err) {
-    // One line, as every error: what failed, where, and the one setting that fixes it.
-    const failed = path ? `load the ${name} native addon from ${path}` : `write the binary's native addons${dir ? ` to ${dir}` : ''}`;
-    process.stderr.write(
-      `till: cannot ${failed} (${(err as Error).message}): set ${CACHE_DIR_ENV} to a folder this user can write and run code from` +
-        `${path ? ' (not a noexec mount), or remove that file if it is damaged' : ''}\n`,
-    );
-    process.exit(1);
-  }
+  extractOrExit(name, (path) => process.dlopen(module, path));
   loaded.set(name, module.exports);
   return module.exports;
 }
@@ -129,7 +115,39 @@ export function loadNativeAddon(name: 'better-sqlite3' | 'zeromq'): object {
 /** What the database thread requires (it runs plain CommonJS, outside the bundle), and the addon path it passes as nativeBinding. */
 export function sqliteForThread(): { driver: string; nativeBinding?: string } {
   if (!IN_BINARY) return { driver: createRequire(import.meta.url).resolve('better-sqlite3') };
-  return { driver: extract('sqlite-driver'), nativeBinding: extract('better-sqlite3') };
+  return { driver: extractOrExit('sqlite-driver'), nativeBinding: extractOrExit('better-sqlite3') };
+}
+
+/**
+ * In the binary, loads SQLite's addon now: a command that cannot goes no
+ * further than a --version would, and leaves no data directory or empty
+ * database behind. Outside it better-sqlite3 loads its own from node_modules.
+ */
+export function loadSqliteAddon(): void {
+  if (IN_BINARY) loadNativeAddon('better-sqlite3');
+}
+
+/**
+ * The file on disk (then `use`d: loaded). Without it nothing that needs it
+ * can run, and the fault is the setup's: a failure ends the process with one
+ * line saying what failed, where, and the one setting that fixes it.
+ */
+function extractOrExit(name: Extractable, use?: (path: string) => void): string {
+  let dir = '';
+  let path = '';
+  try {
+    dir = cacheDir();
+    path = extract(name, dir);
+    use?.(path);
+    return path;
+  } catch (err) {
+    const failed = path ? `load the ${name} native addon from ${path}` : `write the binary's native addons${dir ? ` to ${dir}` : ''}`;
+    process.stderr.write(
+      `till: cannot ${failed} (${(err as Error).message}): set ${CACHE_DIR_ENV} to a folder this user can write and run code from` +
+        `${path ? ' (not a noexec mount), or remove that file if it is damaged' : ''}\n`,
+    );
+    process.exit(1);
+  }
 }
 
 /** An embedded static file by its name in assets/ ("checkout/index.html"); null when the binary has none. */

@@ -338,7 +338,7 @@ export class ChainWatcher {
       },
     });
     this.#feedStartedAt = this.#ctx.clock.now();
-    this.#feed.start();
+    await this.#feed.start();
   }
 
   #onRawTx(raw: Buffer): void {

@@ -1,4 +1,4 @@
-import { Context, Subscriber } from 'zeromq';
+import type { Subscriber } from 'zeromq';
 
 // bitcoind's ZMQ notifications are a wake-up, not the truth (Core's
 // doc/zmq.md: messages can be lost and are never replayed). The feed passes
@@ -40,6 +40,7 @@ export class ZmqFeed {
   readonly #h: ZmqHandlers;
   readonly #lastSeq = new Map<string, number>();
   #sock: Subscriber | null = null;
+  #stopped = false;
   #connected = false;
   #delivered = false;
 
@@ -56,7 +57,12 @@ export class ZmqFeed {
     return this.#endpoints;
   }
 
-  start(): void {
+  async start(): Promise<void> {
+    // Loaded here, not with this module: the single binary writes zeromq's native addon to its
+    // cache folder to load it, and no command but serve should need that folder (till --version).
+    const { Context, Subscriber } = await import('zeromq');
+    // stop() came while it loaded.
+    if (this.#stopped) return;
     // A context of its own (one more libzmq I/O thread): nothing else in the
     // process shares its state; linger 0: a SUB has nothing worth flushing.
     const sock = new Subscriber({ context: new Context(), linger: 0, reconnectInterval: 500, reconnectMaxInterval: 10_000, receiveHighWaterMark: 100_000 });
@@ -70,6 +76,7 @@ export class ZmqFeed {
   }
 
   stop(): void {
+    this.#stopped = true;
     const sock = this.#sock;
     this.#sock = null;
     this.#connected = false;

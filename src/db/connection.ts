@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { accessSync, closeSync, constants, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { loadSqliteAddon } from '../embedded.ts';
 import { makeDirs } from '../make-dirs.ts';
 import { migrate, schemaVersion } from './migrate.ts';
 
@@ -113,6 +114,7 @@ export function assertWritableFileSystem(dataDir: string): void {
  */
 export function openDatabase(dataDir: string, opts: OpenOptions = {}): Db {
   if (opts.mustExist) assertDatabaseExists(dataDir);
+  loadSqliteAddon();
   makeDataDir(dataDir);
   assertWritableFileSystem(dataDir);
   refuseStaleWal(dataDir);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
@@ -9,6 +9,8 @@ import { ARM64_PACKAGES, missingArm64Tools, qemuArm64 } from '../../../scripts/b
 import { installDebianPackages } from '../../helpers/apt.ts';
 import { whenServing } from '../../helpers/serve.ts';
 import { tempDir } from '../../helpers/temp.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
+import { startFakeBitcoind } from '../../fakes/bitcoind/index.ts';
 
 // The single executable as a merchant gets it: built from these sources
 // (npm run build, into a temp dir), run from an empty folder with nothing
@@ -17,7 +19,6 @@ import { tempDir } from '../../helpers/temp.ts';
 const ROOT = new URL('../../../', import.meta.url);
 const BUILD = new URL('scripts/build/build.ts', ROOT).pathname;
 const INSTALL = new URL('install.sh', ROOT).pathname;
-const ROOT_DIR = ROOT.pathname;
 const { version } = JSON.parse(readFileSync(new URL('package.json', ROOT), 'utf8')) as { version: string };
 const run = promisify(execFile);
 
@@ -30,32 +31,51 @@ describe('the single binary', () => {
 
   test('runs the CLI and serves the demo from an empty folder', (t) => servesTheDemo(t, [binary]));
 
-  test('a cache folder it cannot write, or none: one line saying which and what to set, for every command (--version too: ZeroMQ\'s addon loads as it starts)', async (t) => {
+  test('commands that open no database run with no cache folder; one that does, with none it can use: one line saying which and what to set, and nothing made', async (t) => {
     const file = join(tempDir(t, 'till-cache-'), 'a-file');
     writeFileSync(file, '');
     const cwd = tempDir(t, 'till-cwd-');
-    for (const [env, line] of [
+    const unmade = join(tempDir(t, 'till-cache-'), 'cache');
+    const cli = (args: string[], env: Record<string, string>) =>
+      run(binary, args, { cwd, env: { PATH: '/usr/bin:/bin', ...env } }).then(
+        (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
+        (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, stdout: err.stdout, stderr: err.stderr }),
+      );
+    const cases: Array<[Record<string, string>, string | null]> = [
       [{ TILL_CACHE_DIR: join(file, 'cache') }, `till: cannot write the binary's native addons to ${join(file, 'cache')} (ENOTDIR: not a directory, mkdir '${join(file, 'cache')}'): set TILL_CACHE_DIR to a folder this user can write and run code from\n`],
       [{ HOME: '' }, "till: cannot write the binary's native addons (HOME is not set, so there is no ~/.cache): set TILL_CACHE_DIR to a folder this user can write and run code from\n"],
-    ] as const) {
-      for (const args of [['--version'], ['store', 'list']]) {
-        const r = await run(binary, args, { cwd, env: { PATH: '/usr/bin:/bin', ...env } }).then(() => null, (err: { code: number; stdout: string; stderr: string }) => err);
-        assert.ok(r, `${args.join(' ')} ran without a cache folder`);
-        assert.deepEqual([r.code, r.stdout, r.stderr], [1, '', line], args.join(' '));
+      [{ TILL_CACHE_DIR: unmade }, null],
+    ];
+    for (const [env, line] of cases) {
+      const what = JSON.stringify(env);
+      assert.deepEqual(await cli(['--version'], env), { code: 0, stdout: `${version}\n`, stderr: '' }, what);
+      for (const args of [['--help'], ['serve', '--help'], ['config', 'show', '--data-dir', join(cwd, 'data')]]) {
+        const r = await cli(args, env);
+        assert.equal(r.code, 0, `${args.join(' ')} ${what}: ${r.stderr}`);
+        assert.doesNotMatch(r.stderr, /native addons/, args.join(' '));
+      }
+      assert.deepEqual(await cli(['bogus'], env), { code: 1, stdout: '', stderr: "till: unknown command 'bogus'\n(see till --help)\n" }, what);
+      if (!line) continue;
+      for (const args of [['store', 'create', '--name', 'Shop', '--mode', 'test'], ['serve', '--demo', '--port', '0']]) {
+        const dataDir = join(cwd, 'data');
+        assert.deepEqual(await cli([...args, '--data-dir', dataDir], env), { code: 1, stdout: '', stderr: line }, `${args.join(' ')} ${what}`);
+        assert.equal(existsSync(dataDir), false, `${args.join(' ')} made no data directory`);
       }
     }
+    assert.equal(existsSync(unmade), false, 'no cache folder was made');
   });
 
   test('install.sh checks it, then installs it under a prefix; --system --dry-run shows its plan and changes nothing', async (t) => {
     const prefix = join(tempDir(t, 'till-prefix-'), 'bin');
     // A root shell's PATH (useradd is in /usr/sbin).
-    const install = (...args: string[]) => run('sh', [INSTALL, '--binary', binary, ...args], { env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', HOME: tempDir(t, 'till-home-') } });
+    const home = tempDir(t, 'till-home-');
+    const install = (...args: string[]) => run('sh', [INSTALL, '--binary', binary, ...args], { env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', HOME: home } });
     await assert.rejects(install('--prefix', 'bin'), /--prefix must be an absolute path/);
     await assert.rejects(install('--prefix', '/opt/a|b'), /must not contain/);
     const done = await install('--prefix', prefix);
     assert.match(done.stdout, new RegExp(`installing till ${version} to ${prefix}/till`));
-    assert.equal((await run(join(prefix, 'till'), ['--version'], { env: { PATH: '/usr/bin:/bin', TILL_CACHE_DIR: tempDir(t, 'till-cache-') } })).stdout.trim(), version);
-    assert.deepEqual(readdirSync(ROOT_DIR).filter((f) => f.startsWith('.till-check')), [], 'the check\'s cache is removed');
+    assert.deepEqual(readdirSync(home), [], 'the check (--version) wrote no cache folder in the installer\'s home');
+    assert.equal((await run(join(prefix, 'till'), ['--version'], { env: { PATH: '/usr/bin:/bin' } })).stdout.trim(), version);
     const plan = await install('--prefix', prefix, '--system', '--dry-run');
     assert.match(plan.stdout, /\+ useradd --system .* till|user till exists: kept/);
     assert.match(plan.stdout, /sudo -u till env TILL_CACHE_DIR=\/var\/cache\/till /);
@@ -82,7 +102,10 @@ function arm64ToolsMissing(): string | null {
   return missing.length ? `no ${missing.join(', ')}: apt-get install -y ${ARM64_PACKAGES.join(' ')} (the test does so itself as root)` : null;
 }
 
-/** The binary (run by `command`) answers --version, serves the demo from an empty folder with a bare env, and stops cleanly on SIGTERM. */
+/**
+ * The binary (run by `command`) answers --version, serves the demo from an empty folder with a bare env, watching
+ * a fake bitcoind (a block it mines is seen at once: over ZMQ, its timer re-syncs every 30 s), and stops cleanly on SIGTERM.
+ */
 async function servesTheDemo(t: TestContext, command: string[]): Promise<void> {
   const [exe, ...pre] = command as [string, ...string[]];
   const home = tempDir(t, 'till-home-');
@@ -96,7 +119,10 @@ async function servesTheDemo(t: TestContext, command: string[]): Promise<void> {
 
   assert.equal((await cli('--version')).stdout.trim(), version);
 
-  const child = spawn(exe, [...pre, 'serve', '--demo', '--port', '0'], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const node = await startFakeBitcoind({ rpcPassword: 'demo-node' });
+  t.after(() => node.stop());
+  const chainFlags = ['--bitcoind', 'true', '--rpc-url', node.rpcUrl, '--rpc-user', 'till'];
+  const child = spawn(exe, [...pre, 'serve', '--demo', '--port', '0', ...chainFlags], { cwd, env: { ...env, TILL_RPC_PASSWORD: 'demo-node' }, stdio: ['ignore', 'pipe', 'pipe'] });
   t.after(() => child.kill('SIGKILL'));
   const till = await whenServing(child);
   assert.match(till.url, /^http:\/\/127\.0\.0\.1:\d+$/);
@@ -119,9 +145,15 @@ async function servesTheDemo(t: TestContext, command: string[]): Promise<void> {
   assert.equal(await script.text(), readFileSync(new URL('assets/checkout/checkout.js', ROOT), 'utf8'));
   assert.equal((await fetch(`${invoice.checkout_url}/qr.svg`)).status, 200);
 
-  const health = (await (await fetch(`${till.url}/healthz`)).json()) as { status: string; version: string };
-  assert.equal(health.status, 'ok');
-  assert.equal(health.version, version);
+  type Health = { status: string; version: string; chain: { zmq: string; tip_height: number | null } };
+  const health = () => fetch(`${till.url}/healthz`).then((r) => r.json() as Promise<Health>);
+  // ZeroMQ's addon is loaded when the feed starts, not as the binary starts.
+  await waitFor(async () => (await health()).chain.zmq === 'connected', 'the ZMQ feed connected');
+  await node.waitForSubscriber(['hashblock']);
+  await node.mine(1);
+  await waitFor(async () => (await health()).chain.tip_height === node.tipHeight, 'the block mined, told over ZMQ');
+  const { status, version: served } = await health();
+  assert.deepEqual([status, served], ['ok', version]);
 
   // A second process on the same data dir (SQLite from the binary too), while the server runs.
   const stores = JSON.parse((await cli('--json', 'store', 'list')).stdout) as Array<{ id: string }>;

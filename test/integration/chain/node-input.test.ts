@@ -53,8 +53,8 @@ describe('chain: bad input from the node', () => {
         failed: (reason) => seen.push(`failed: ${reason}`),
       },
     });
-    feed.start();
     t.after(() => feed.stop());
+    await feed.start();
     const seq = (n: number) => { const b = Buffer.alloc(4); b.writeUInt32LE(n); return b; };
     await waitFor(async () => {
       await pub.send(['hashblock', Buffer.alloc(32, 0xab), seq(0)]);
@@ -71,6 +71,28 @@ describe('chain: bad input from the node', () => {
     assert.ok(after.some((s) => /malformed rawtx: expected 3 frames/.test(s)));
     assert.ok(after.some((s) => /resync: hashblock sequence gap/.test(s)));
     assert.ok(!seen.some((s) => s.startsWith('failed')), 'bad messages do not stop the feed');
+  });
+
+  test('a feed stopped while it loads zeromq (Till stopping as it starts) opens no socket', async (t) => {
+    const opened: Subscriber[] = [];
+    const connect = Subscriber.prototype.connect;
+    Object.defineProperty(Subscriber.prototype, 'connect', {
+      configurable: true,
+      value(this: Subscriber, endpoint: string) {
+        opened.push(this);
+        return connect.call(this, endpoint);
+      },
+    });
+    t.after(() => {
+      delete (Subscriber.prototype as { connect?: unknown }).connect;
+      for (const sock of opened) sock.close();
+    });
+    const handlers = { rawtx() {}, hashblock() {}, sequence() {}, resync() {}, malformed() {}, failed() {} };
+    const feed = new ZmqFeed({ endpoints: ['tcp://127.0.0.1:9'], handlers });
+    const started = feed.start();
+    feed.stop();
+    await started;
+    assert.equal(opened.length, 0, 'a socket left open would keep Till from exiting');
   });
 
   test('a ZMQ socket that stops reading is replaced: a payment sent after it is seen at once, not at the next block', async (t) => {
