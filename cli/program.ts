@@ -45,6 +45,9 @@ function badValue(text: string): { name: string; value: string; why: string } | 
   return null;
 }
 
+/** The helps commander formats to show as an error: only a group's, when it is given no command (showHelpAfterError is a hint, not the help). */
+const helpAsError = new WeakSet<Help>();
+
 /** How to ask for a command's help, as the user runs Till: "till deliveries replay --help". */
 function helpCommandOf(cmd: Command): string {
   const names: string[] = [];
@@ -83,8 +86,20 @@ export function buildProgram(): Command {
         const text = Help.prototype.optionDescription.call(this, option);
         return isMandatory(option) ? `${text} (required)` : text;
       },
+      // Commander shows the whole help, as an error, to a group given no command ("till store"):
+      // said as every usage error is instead, on one line with its commands and the hint.
+      prepareContext(this: Help, context: { error?: boolean; helpWidth?: number }): void {
+        Help.prototype.prepareContext.call(this, context);
+        if (context.error) helpAsError.add(this);
+      },
+      formatHelp(this: Help, c: Command, helper: Help): string {
+        if (!helpAsError.has(this)) return Help.prototype.formatHelp.call(this, c, helper);
+        const names = helper.visibleCommands(c).map((sub) => sub.name()).filter((name) => name !== 'help');
+        return `till: missing command (${new Intl.ListFormat('en', { type: 'disjunction' }).format(names)})\n(see ${helpCommandOf(c)})\n`;
+      },
     });
-    cmd.addHelpText('after', HIDDEN_SETTINGS);
+    // Not under the one-line error that stands for the help (formatHelp above).
+    cmd.addHelpText('after', ({ error }) => (error ? '' : HIDDEN_SETTINGS));
     cmd.configureOutput({
       writeErr: (text) => process.stderr.write(redactPrivateKeys(text)),
       // Usage errors (commander's, and this.error's in the commands) read as every other error: "till: …",

@@ -105,6 +105,23 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     assert.deepEqual([sub.code, sub.stderr], [1, "till: unknown command 'lsit' (did you mean list?)\n(see npm run till -- deliveries --help)\n"]);
   });
 
+  test('a command group given no command: one line naming its commands, and where the help is, not the whole help; exit 1 like every usage error', async () => {
+    const top = "till: missing command (init, serve, store, xpub, keys, webhooks, deliveries, backup, or config)\n(see npm run till -- --help)\n";
+    const cases: Array<[string[], string]> = [
+      [[], top],
+      [['--json', '--network', 'signet'], top],
+      [['store'], 'till: missing command (create, list, show, archive, or set)\n(see npm run till -- store --help)\n'],
+      [['config'], 'till: missing command (show)\n(see npm run till -- config --help)\n'],
+    ];
+    for (const [args, stderr] of cases) {
+      const r = await runTill(args);
+      assert.deepEqual([r.code, r.stdout, r.stderr], [1, '', stderr], args.join(' '));
+    }
+    const help = await runTill(['store', '--help']);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /^Usage: till store [^]*\n  create \[options\]\s+create a store\n[^]*\ndocs\/CONFIG\.md lists them all/, 'asked for, the help is whole');
+  });
+
   test('help <command>: an unknown name is the error "till <name>" gives, not the whole help; a known one shows its help', async () => {
     const cases: Array<[string[], string]> = [
       [['help', 'bogus'], "till: unknown command 'bogus'\n(see npm run till -- --help)\n"],
