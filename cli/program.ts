@@ -1,7 +1,7 @@
 import { Command, Help, Option } from 'commander';
 import { SETTINGS } from '../src/config.ts';
 import { VERSION } from '../src/version.ts';
-import { checkMandatoryOptions, isMandatory, redactPrivateKeys, TILL_COMMAND } from './output.ts';
+import { checkMandatoryOptions, escapeControls, isMandatory, redactPrivateKeys, TILL_COMMAND } from './output.ts';
 import { backupCommand } from './commands/backup.ts';
 import { configCommand } from './commands/config.ts';
 import { deliveriesCommand } from './commands/deliveries.ts';
@@ -101,7 +101,8 @@ export function buildProgram(): Command {
     // Not under the one-line error that stands for the help (formatHelp above).
     cmd.addHelpText('after', ({ error }) => (error ? '' : HIDDEN_SETTINGS));
     cmd.configureOutput({
-      writeErr: (text) => process.stderr.write(redactPrivateKeys(text)),
+      // What was typed is echoed in usage errors: its control characters shown, not obeyed, as in every other error.
+      writeErr: (text) => process.stderr.write(escapeControls(redactPrivateKeys(text))),
       // Usage errors (commander's, and this.error's in the commands) read as every other error: "till: …",
       // on one line (commander puts its "Did you mean" on a second).
       outputError: (text, write) => write(`till: ${plainUsageError(text.replace(/^error: /, '').trimEnd().replace(/\n\(Did you mean/, ' (did you mean'))}\n`),

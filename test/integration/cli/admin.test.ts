@@ -103,6 +103,9 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     assert.deepEqual([top.code, top.stderr], [1, "till: unknown command 'stores' (did you mean store?)\n(see npm run till -- --help)\n"]);
     const sub = await runTill(['deliveries', 'lsit']);
     assert.deepEqual([sub.code, sub.stderr], [1, "till: unknown command 'lsit' (did you mean list?)\n(see npm run till -- deliveries --help)\n"]);
+    // What was typed, echoed: an escape sequence in it is shown, not sent to the terminal.
+    const escape = await runTill(['\u001b[2J\u001b]0;owned\u0007']);
+    assert.deepEqual([escape.code, escape.stderr], [1, "till: unknown command '\\u001b[2J\\u001b]0;owned\\u0007'\n(see npm run till -- --help)\n"]);
   });
 
   test('a command group given no command: one line naming its commands, and where the help is, not the whole help; exit 1 like every usage error', async () => {
