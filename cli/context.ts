@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { systemClock } from '../src/clock.ts';
-import { loadConfig, SETTINGS, type Config } from '../src/config.ts';
+import { FlagError, loadConfig, SETTINGS, type Config } from '../src/config.ts';
 import { openDatabase } from '../src/db/connection.ts';
 import { createContext, type Context } from '../src/services/context.ts';
 import { refuseUpgradeUnderServer } from '../src/services/server-lease.ts';
@@ -19,7 +19,13 @@ export function configFrom(cmd: Command, extra: { demo?: boolean; ignoreFile?: b
     const v = opts[optionName(s.flag)];
     if (v !== undefined) flags[s.key] = v;
   }
-  return loadConfig({ flags, demo: extra.demo, ignoreFile: extra.ignoreFile });
+  try {
+    return loadConfig({ flags, demo: extra.demo, ignoreFile: extra.ignoreFile });
+  } catch (err) {
+    // Said as commander's usage errors are: the line, then where the command's help is.
+    if (err instanceof FlagError) cmd.error(err.message);
+    throw err;
+  }
 }
 
 /**

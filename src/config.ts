@@ -53,6 +53,20 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
+/** A bad value given as a command-line flag: a usage error, which the CLI says with the hint to the command's help. */
+export class FlagError extends ConfigError {
+  override name = 'FlagError';
+}
+
+/** `parse(raw, where)`; a value a flag gave (where is "--flag") that it refuses is a FlagError, with the same message. */
+function parseSetting<T>(parse: Parser<T>, raw: unknown, where: string): T {
+  try {
+    return parse(raw, where);
+  } catch (err) {
+    throw err instanceof ConfigError && where.startsWith('--') ? new FlagError(err.message) : err;
+  }
+}
+
 function asString(raw: unknown, where: string): string {
   if (typeof raw !== 'string') throw new ConfigError(`${where} must be a string`);
   return raw;
@@ -263,7 +277,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     flags.dataDir !== undefined ? [flags.dataDir, `--${dataDirSetting.flag}`]
     : env[dataDirSetting.env] !== undefined ? [env[dataDirSetting.env], dataDirSetting.env]
     : [DEFAULTS.dataDir, 'data_dir'];
-  const dataDir = resolve(directory(rawDataDir, dataDirWhere));
+  const dataDir = resolve(parseSetting(directory, rawDataDir, dataDirWhere));
   const file = opts.ignoreFile ? null : readConfigFile(dataDir);
   if (file) {
     const unknown = listFileKeys(file.values).filter((k) => !KNOWN_FILE_KEYS.has(k));
@@ -288,7 +302,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
       const raw = read(s);
       if (raw === undefined) continue;
       const where = source === 'environment' ? s.env : source === 'flag' ? `--${s.flag}` : `${source}: ${s.file}`;
-      config[s.key] = (s.parse as Parser<unknown>)(raw, where);
+      config[s.key] = parseSetting(s.parse as Parser<unknown>, raw, where);
     }
   }
   config.dataDir = dataDir;

@@ -108,6 +108,23 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     assert.deepEqual([escape.code, escape.stderr], [1, "till: unknown command '\\u001b[2J\\u001b]0;owned\\u0007'\n(see npm run till -- --help)\n"]);
   });
 
+  test('a bad setting flag is a usage error: the setting\'s line, then where the command\'s help is; from TILL_* or till.toml, the line alone', async (t) => {
+    const dataDir = tempDir(t);
+    const cases: Array<[string[], Record<string, string>, string]> = [
+      [['serve', '--port', 'eighty'], {}, 'till: --port must be an integer from 0 to 65535\n(see npm run till -- serve --help)\n'],
+      [['--network', 'mainnet', 'store', 'list'], {}, 'till: --network must be one of main, test, signet, regtest (got "mainnet")\n(see npm run till -- store list --help)\n'],
+      [['store', 'list', '--data-dir', ''], {}, 'till: --data-dir must not be empty (default: ./data)\n(see npm run till -- store list --help)\n'],
+      [['serve'], { TILL_PORT: 'eighty' }, 'till: TILL_PORT must be an integer from 0 to 65535\n'],
+    ];
+    for (const [args, env, stderr] of cases) {
+      const r = await runTill(args, { dataDir, env });
+      assert.deepEqual([r.code, r.stdout, r.stderr], [1, '', stderr], args.join(' '));
+    }
+    writeFileSync(join(dataDir, 'till.toml'), 'port = "eighty"\n');
+    const file = await runTill(['serve'], { dataDir });
+    assert.deepEqual([file.code, file.stderr], [1, `till: ${join(dataDir, 'till.toml')}: port must be an integer from 0 to 65535\n`]);
+  });
+
   test('a command group given no command: one line naming its commands, and where the help is, not the whole help; exit 1 like every usage error', async () => {
     const top = "till: missing command (init, serve, store, xpub, keys, webhooks, deliveries, backup, or config)\n(see npm run till -- --help)\n";
     const cases: Array<[string[], string]> = [
