@@ -15,7 +15,8 @@ import { nodeEnv, restartTill, startWatching, type ChainFixture } from '../helpe
 import { startFakeNode } from '../nodes.ts';
 import { compareWithOracle, type ApiStore } from './compare.ts';
 import { Oracle, snapOf, type BlockInfo, type OInv, type OTx } from './oracle.ts';
-import { generateStores, MIN, Rng, StepGenerator, type Outs, type SoakScript, type Step, type World } from './steps.ts';
+import { Rng } from '../../../helpers/rng.ts';
+import { generateStores, MIN, StepGenerator, type Outs, type SoakScript, type Step, type World } from './steps.ts';
 
 export interface SoakResult {
   seed: number;
