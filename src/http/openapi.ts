@@ -351,5 +351,7 @@ export const OPENAPI_DOCUMENT = {
     '/checkout/{id}/qr.svg': { get: { summary: 'QR code of the BIP21 payment URI', parameters: [invoiceId], responses: { '200': { description: 'SVG' }, ...errors('not_found', FAILED_503) } } },
     '/checkout/assets/{name}': { get: { summary: 'Checkout page assets', parameters: [idParam('name', 'asset file name')], responses: { '200': { description: 'asset' }, ...errors('not_found', FAILED_503) } } },
   }),
-  'x-common-errors': errors('not_found', 'method_not_allowed', 'internal_error'),
+  // Any route: a request Node's parser refuses (framing, headers over 16 KiB, chunk extensions too large), one
+  // without Host, or one not received in time never reaches a route (docs/DECISIONS.md, "Malformed requests").
+  'x-common-errors': errors('validation_error', 'not_found', 'method_not_allowed', 'payload_too_large', 'internal_error'),
 } as const;

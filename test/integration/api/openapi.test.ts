@@ -7,6 +7,7 @@ import { ERROR_STATUS } from '../../../src/domain/errors.ts';
 import { createApp } from '../../../src/http/app.ts';
 import { listRoutes } from '../../../src/http/internal/route.ts';
 import { OPENAPI_DOCUMENT } from '../../../src/http/openapi.ts';
+import { rawConversation, statusCodes } from '../../helpers/raw-http.ts';
 import { call, setupStore, startTestTill } from '../../helpers/till-server.ts';
 
 const toOpenApiPath = (p: string) => p.replace(/:(\w+)/g, '{$1}');
@@ -83,4 +84,15 @@ test('the documented request schemas hold the server\'s bounds: a body the docum
   const created = await call(till, 'POST', `/v1/stores/${storeId}/webhooks`, { key, body: { url: 'https://shop.example/hooks' } });
   assert.equal(created.status, 201, created.text);
   assert.equal((await call(till, 'POST', `/v1/stores/${storeId}/webhooks/${created.body.id}`, { key, body: { enabled: false } })).status, 200);
+});
+
+test('a request that never reaches a route is answered with a code the document lists for every route', async (t) => {
+  const till = await startTestTill(t);
+  const common = OPENAPI_DOCUMENT['x-common-errors'] as Record<string, { 'x-error-codes': string[] }>;
+  // Content-Length beside chunked: Node's parser refuses it, whatever the path; /healthz documents no 400 of its own.
+  const sent = 'GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n';
+  const got = await rawConversation(till.url, sent);
+  const code = JSON.parse(got.slice(got.indexOf('{'))).error.code;
+  assert.deepEqual([statusCodes(got), code], [[400], 'validation_error']);
+  assert.ok(common['400']?.['x-error-codes'].includes(code), `x-common-errors: ${JSON.stringify(common)}`);
 });
