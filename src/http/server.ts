@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { RequestLog } from './middleware/request-context.ts';
-import { clientErrorListener } from './internal/client-error.ts';
+import { clientErrorListener, refuseUnservableTarget } from './internal/client-error.ts';
 import { CONNECTION_DEADLINES, requestTimeoutOptions, type ConnectionDeadlines } from './internal/connection-deadlines.ts';
 import { directGetsOf } from './internal/direct-get.ts';
 import { getOrInsert } from '../get-or-insert.ts';
@@ -68,7 +68,7 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
     // allows, and the request answered with its body. A missing Host is refused by the app, in the envelope.
     node: { shouldUpgradeCallback: isWebSocketUpgrade, requireHostHeader: false, ...requestTimeoutOptions(deadlines) },
   });
-  const { responses, answeredEarly, beginClosing } = takeRequests(app, server.node);
+  const { responses, answeredEarly, beginClosing } = takeRequests(app, server.node, opts.log);
   // An Expect other than 100-continue: served as if absent (RFC 9110 10.1.1 lets a server ignore it), not a bare 417.
   server.node?.server?.on('checkExpectation', (req, res) => server.node!.server!.emit('request', req, res));
   // Responses begun, or owed to a request read in full: a parser error's answer may not go before them.
@@ -116,7 +116,7 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
  * yet begun says Connection: close, and a kept-alive connection is closed as
  * soon as its answer is out: the server's close need not wait out its grace.
  */
-function takeRequests(app: H3, node: ReturnType<typeof serve>['node']): { responses: WeakMap<Socket, Set<ServerResponse>>; answeredEarly: WeakMap<Socket, IncomingMessage>; beginClosing(): void } {
+function takeRequests(app: H3, node: ReturnType<typeof serve>['node'], log?: RequestLog): { responses: WeakMap<Socket, Set<ServerResponse>>; answeredEarly: WeakMap<Socket, IncomingMessage>; beginClosing(): void } {
   const responses = new WeakMap<Socket, Set<ServerResponse>>();
   // The request each connection answered before its body was in (a 413, a 401), Node reading the rest: until
   // its body is complete (set by the parser before it reads further), errors are that request's.
@@ -144,6 +144,7 @@ function takeRequests(app: H3, node: ReturnType<typeof serve>['node']): { respon
       // Begun before the close: its connection, idle now, would wait for the grace.
       if (closing && 'closeIdleConnections' in server) setImmediate(() => server.closeIdleConnections());
     });
+    if (refuseUnservableTarget(req, res, log)) return;
     if (!direct?.take(req, res, handler)) handler(req, res);
   });
   return {

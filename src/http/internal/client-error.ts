@@ -69,14 +69,46 @@ export function clientErrorListener(connection: ConnectionAnswers, log?: Request
       const req = connection.reading(socket);
       if (req) answeredHere.add(req);
       const e = refusal(err.code);
-      const requestId = randomUUID();
-      const body = errorBody(e, requestId);
-      socket.write(
-        `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status]}\r\nContent-Type: application/json; charset=utf-8\r\nCache-Control: no-store\r\nX-Request-Id: ${requestId}\r\nAccess-Control-Allow-Origin: *\r\n` +
-          `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-      );
+      const { requestId, headers, body } = envelopeOf(e);
+      socket.write(`HTTP/1.1 ${e.status} ${STATUS_CODES[e.status]}\r\n${Object.entries(headers).map(([n, v]) => `${n}: ${v}\r\n`).join('')}Connection: close\r\n\r\n${body}`);
       log?.({ requestId, method: req?.method ?? '-', path: req?.url?.split('?', 1)[0] ?? '-', status: e.status, started, keyId: undefined });
     }
     socket.destroy(err);
   };
+}
+
+function envelopeOf(e: ApiError): { requestId: string; headers: Record<string, string>; body: string } {
+  const requestId = randomUUID();
+  const body = errorBody(e, requestId);
+  const headers = {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Cache-Control': 'no-store',
+    'X-Request-Id': requestId,
+    'Access-Control-Allow-Origin': '*',
+    'Content-Length': String(Buffer.byteLength(body)),
+  };
+  return { requestId, headers, body };
+}
+
+/**
+ * Node's parser lets through request-targets that srvx then refuses with a
+ * bare 400 (`*?`, `*%`, `ftp://x/`): neither a path from `/`, `*`, nor an
+ * absolute http(s) URL. Such a request is answered here in the envelope, as
+ * the parser's refusals are, before srvx sees it. Returns whether it did.
+ */
+export function refuseUnservableTarget(req: IncomingMessage, res: ServerResponse, log?: RequestLog): boolean {
+  const target = req.url ?? '/';
+  if (target.startsWith('/') || target === '*' || isHttpUrl(target)) return false;
+  const started = performance.now();
+  const e = new ApiError('validation_error', 'the request target must be a path from / or an absolute http(s) URL');
+  const { requestId, headers, body } = envelopeOf(e);
+  res.writeHead(e.status, headers).end(body);
+  log?.({ requestId, method: req.method ?? '-', path: '-', status: e.status, started, keyId: undefined });
+  return true;
+}
+
+/** srvx's own test of an absolute-form target. */
+function isHttpUrl(target: string): boolean {
+  const url = URL.parse(target);
+  return url !== null && (url.protocol === 'http:' || url.protocol === 'https:') && url.host !== '';
 }

@@ -335,6 +335,13 @@ describe('bodies Node parses first, on a raw socket (socket)', () => {
     assert.deepEqual(statusCodes(text), [401, 400], text);
   });
 
+  test('a request-target Node lets through but that is no path or http(s) URL (*?, *%, ftp://x/) -> 400 validation_error envelope, not a bare 400', async () => {
+    for (const target of ['*?', '*%', 'ftp://x/']) {
+      const res = await assertWritesNothing(till(), () => rawRequest(till().url, head('Content-Length: 20\r\n').replace('/v1/invoices', target) + '{"amount_sats":1000}'));
+      assertError(res, 400, 'validation_error');
+    }
+  });
+
   test('a malformed chunk size -> 400 validation_error envelope', async () => {
     const res = await assertWritesNothing(till(), () => rawRequest(till().url, head('Transfer-Encoding: chunked\r\n') + 'zz\r\n{}\r\n0\r\n\r\n'));
     assertError(res, 400, 'validation_error');
