@@ -302,7 +302,7 @@ export const OPENAPI_DOCUMENT = {
         requestBody: { required: true, ...json({ type: 'object', additionalProperties: false, properties: { ...endpointFields, enabled: { type: 'boolean' } } }) },
         responses: { '200': { description: 'updated', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...BODY, 'gone', ...WRITE_503) },
       },
-      delete: { summary: 'Delete an endpoint', security: bearer, parameters: [storeId, endpointId], responses: { '200': { description: 'the endpoint as it was, with deleted: true', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...NO_QUERY, 'gone', ...WRITE_503) } },
+      delete: { summary: 'Delete an endpoint', security: bearer, parameters: [storeId, endpointId], requestBody: NO_PARAMS, responses: { '200': { description: 'the endpoint as it was, with deleted: true', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...BODY, 'gone', ...WRITE_503) } },
     },
     '/v1/stores/{id}/webhooks/{wid}/rotate-secret': {
       post: { summary: 'New signing secret; the previous one stays valid 24 h', security: bearer, parameters: [storeId, endpointId], requestBody: NO_PARAMS, responses: { '200': { description: 'with the new secret', ...json(ref('WebhookEndpoint')) }, ...errors(...AUTH, ...BODY, 'gone', ...WRITE_503) } },

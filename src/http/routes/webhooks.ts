@@ -66,6 +66,8 @@ export function registerWebhookRoutes(app: H3, rt: Runtime): void {
     },
     DELETE: async (event) => {
       const { storeId, wid } = ownEndpoint(event);
+      // Read before the write: a body Node refuses half-way (a bad chunk) must find nothing deleted.
+      await readNoParams(event);
       return { ...endpointView(await runRequestedWrite(ctx, () => deleteEndpoint(ctx, storeId, wid))), deleted: true };
     },
   });

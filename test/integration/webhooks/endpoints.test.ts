@@ -4,6 +4,7 @@ import { address } from 'bitcoinjs-lib';
 import { answer } from '../../fakes/webhook-receiver.ts';
 import { databasePath } from '../../../src/db/connection.ts';
 import { runTillBeside } from '../../helpers/cli.ts';
+import { rawConversation, statusCodes } from '../../helpers/raw-http.ts';
 import { call, setupStore, TRANSPORTS } from '../../helpers/till-server.ts';
 import { createInvoice, deliveriesOf, startWebhookFixture } from './helpers.ts';
 import { holdWriteLock } from '../../helpers/write-lock.ts';
@@ -93,6 +94,7 @@ for (const transport of TRANSPORTS) {
         ['POST', `/v1/stores/${f.store.storeId}/webhooks/${f.endpointId}/rotate-secret`, { key: f.store.key, body: { secret: 'whsec_mine' } }, 400, 'validation_error'],
         ['POST', `/v1/stores/${f.store.storeId}/webhooks/${f.endpointId}/test`, { key: f.store.key, body: { event_type: 'invoice.paid' } }, 400, 'validation_error'],
         ['POST', `/v1/stores/${f.store.storeId}/callback-secret/rotate`, { key: f.store.key, body: { keep_previous: false } }, 400, 'validation_error'],
+        ['DELETE', `/v1/stores/${f.store.storeId}/webhooks/${f.endpointId}`, { key: f.store.key, body: { force: true } }, 400, 'validation_error'],
         ['PUT', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key }, 405, 'method_not_allowed'],
       ];
       for (const [method, path, opts, status, code] of cases) {
@@ -101,7 +103,7 @@ for (const transport of TRANSPORTS) {
         assert.equal(res.body.error.code, code);
         assert.equal(res.body.error.request_id, res.headers.get('x-request-id'));
       }
-      assert.equal((f.till.rt.ctx.db.prepare('SELECT COUNT(*) n FROM webhook_endpoints').get() as { n: number }).n, 1, 'nothing was created by a bad request');
+      assert.equal((f.till.rt.ctx.db.prepare('SELECT COUNT(*) n FROM webhook_endpoints WHERE deleted_at IS NULL').get() as { n: number }).n, 1, 'nothing was created or deleted by a bad request');
     });
 
     test("while another process holds the write lock, endpoint changes wait for it without stopping the event loop", async (t) => {
@@ -128,6 +130,16 @@ for (const transport of TRANSPORTS) {
     });
   });
 }
+
+describe('webhook endpoints API on a raw socket', () => {
+  test('a DELETE whose chunked body Node refuses is answered 400 and deletes nothing (it read no body before: the endpoint went, the client saw a 400)', async (t) => {
+    const f = await startWebhookFixture(t);
+    const path = `/v1/stores/${f.store.storeId}/webhooks/${f.endpointId}`;
+    const sent = `DELETE ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${f.store.key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`;
+    assert.deepEqual(statusCodes(await rawConversation(f.till.url, sent)), [400]);
+    assert.equal((await call(f.till, 'GET', path, { key: f.store.key })).status, 200, 'the endpoint is still there');
+  });
+});
 
 describe('webhooks and deliveries CLI', () => {
   test('add, list, rotate, disable, then list and show deliveries', async (t) => {
