@@ -59,7 +59,10 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
   const websocket: WSOptions = {
     resolve: (req) => resolveThroughApp(app, req),
     ...opts.websocket,
-    options: { ...opts.websocket?.options, node: { ...opts.websocket?.options?.node, serverOptions: { maxPayload: WS_MAX_PAYLOAD_BYTES, ...WS_CLOSE_TIMEOUT, ...opts.websocket?.options?.node?.serverOptions } } },
+    options: {
+      ...opts.websocket?.options,
+      node: { getNamespace: pathOf, ...opts.websocket?.options?.node, serverOptions: { maxPayload: WS_MAX_PAYLOAD_BYTES, ...WS_CLOSE_TIMEOUT, ...opts.websocket?.options?.node?.serverOptions } },
+    },
   };
   const deadlines = opts.deadlines ?? CONNECTION_DEADLINES;
   const server = serve({
@@ -155,6 +158,16 @@ function takeRequests(app: H3, node: ReturnType<typeof serve>['node'], log?: Req
       for (const res of unfinished) if (!res.headersSent) res.shouldKeepAlive = false;
     },
   };
+}
+
+/**
+ * crossws's own namespace of an upgrade is `new URL(request.url).pathname`,
+ * which throws on a Host URL parsing refuses (`example.com:99999` passes
+ * srvx's check): a bare 500 before the app saw the request. Till uses no
+ * namespaces (no pub/sub); the path is taken as text instead.
+ */
+function pathOf(request: Request): string {
+  return request.url.replace(/^[a-z]+:\/\/[^/]*/i, '').split('?', 1)[0]!;
 }
 
 function isWebSocketUpgrade(req: IncomingMessage): boolean {

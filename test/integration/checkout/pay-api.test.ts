@@ -11,6 +11,7 @@ import { expireDueInvoices } from '../../../src/services/invoices.ts';
 import { updateStore } from '../../../src/services/stores.ts';
 import { capturedLogger } from '../../helpers/captured-log.ts';
 import { failSyncDuring, heldSync } from '../../helpers/held-sync.ts';
+import { rawConversation, statusCodes } from '../../helpers/raw-http.ts';
 import { call, setupStore, startTestTill, TRANSPORTS, type TestTill } from '../../helpers/till-server.ts';
 import { createInvoice, openEvents, openSocket, simulate, within } from './checkout-helpers.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
@@ -331,6 +332,15 @@ describe('a stream\'s first snapshot (socket)', () => {
 });
 
 describe('WebSocket /pay/invoices/:id/stream', () => {
+  test('an upgrade request whose Host no URL can hold (port 99999) gets the app\'s answer, not a bare 500', async (t) => {
+    const till = await startTestTill(t);
+    const inv = await createInvoice(till, setupStore(till));
+    const upgrade = 'Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n';
+    const got = await rawConversation(till.url, `GET /pay/invoices/${inv.id} HTTP/1.1\r\nHost: example.com:99999\r\n${upgrade}\r\n`);
+    assert.deepEqual(statusCodes(got), [200], got.slice(0, 200));
+    assert.equal(JSON.parse(got.slice(got.indexOf('{'))).id, inv.id);
+  });
+
   test('a message larger than 4 KiB closes the socket (1009) rather than being buffered', async (t) => {
     const till = await startTestTill(t);
     const inv = await createInvoice(till, setupStore(till));
