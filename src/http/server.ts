@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { RequestLog } from './middleware/request-context.ts';
-import { clientErrorListener, refuseUnservableTarget } from './internal/client-error.ts';
+import { clientErrorListener, refuseUnservableRequest } from './internal/client-error.ts';
 import { CONNECTION_DEADLINES, requestTimeoutOptions, type ConnectionDeadlines } from './internal/connection-deadlines.ts';
 import { directGetsOf } from './internal/direct-get.ts';
 import { getOrInsert } from '../get-or-insert.ts';
@@ -147,7 +147,7 @@ function takeRequests(app: H3, node: ReturnType<typeof serve>['node'], log?: Req
       // Begun before the close: its connection, idle now, would wait for the grace.
       if (closing && 'closeIdleConnections' in server) setImmediate(() => server.closeIdleConnections());
     });
-    if (refuseUnservableTarget(req, res, log)) return;
+    if (refuseUnservableRequest(req, res, log)) return;
     if (!direct?.take(req, res, handler)) handler(req, res);
   });
   return {

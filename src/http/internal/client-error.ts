@@ -91,16 +91,22 @@ function envelopeOf(e: ApiError): { requestId: string; headers: Record<string, s
 }
 
 /**
- * Node's parser lets through request-targets that srvx then refuses with a
- * bare 400 (`*?`, `*%`, `ftp://x/`): neither a path from `/`, `*`, nor an
- * absolute http(s) URL. Such a request is answered here in the envelope, as
- * the parser's refusals are, before srvx sees it. Returns whether it did.
+ * Requests Node's parser lets through that srvx cannot make a URL of, answered
+ * here in the envelope, as the parser's refusals are, before srvx sees them:
+ * a request-target that is neither a path from `/`, `*`, nor an absolute
+ * http(s) URL (`*?`, `ftp://x/`: srvx sent a bare 400), and a Host no URL can
+ * hold (`example.com:99999`: with a path the parser rewrites, srvx threw, a
+ * bare 500; RFC 9112 3.2 refuses an invalid Host with 400). Returns whether it did.
  */
-export function refuseUnservableTarget(req: IncomingMessage, res: ServerResponse, log?: RequestLog): boolean {
+export function refuseUnservableRequest(req: IncomingMessage, res: ServerResponse, log?: RequestLog): boolean {
   const target = req.url ?? '/';
-  if (target.startsWith('/') || target === '*' || isHttpUrl(target)) return false;
+  const host = req.headers.host;
+  let message: string;
+  if (!target.startsWith('/') && target !== '*' && !isHttpUrl(target)) message = 'the request target must be a path from / or an absolute http(s) URL';
+  else if (host !== undefined && host !== '' && !URL.canParse(`http://${host}/`)) message = 'the Host header is not a valid host[:port]';
+  else return false;
   const started = performance.now();
-  const e = new ApiError('validation_error', 'the request target must be a path from / or an absolute http(s) URL');
+  const e = new ApiError('validation_error', message);
   const { requestId, headers, body } = envelopeOf(e);
   res.writeHead(e.status, headers).end(body);
   log?.({ requestId, method: req.method ?? '-', path: '-', status: e.status, started, keyId: undefined });

@@ -342,6 +342,14 @@ describe('bodies Node parses first, on a raw socket (socket)', () => {
     }
   });
 
+  test('a Host no URL can hold (port 99999) -> 400 validation_error envelope (RFC 9112 3.2), also with a path the URL parser rewrites (was a bare 500)', async () => {
+    for (const path of ['/healthz', '/healthz\\x', '/v1/invoices/../invoices']) {
+      const res = await rawRequest(till().url, `GET ${path} HTTP/1.1\r\nHost: example.com:99999\r\nAuthorization: Bearer ${key}\r\n\r\n`);
+      assertError(res, 400, 'validation_error');
+      assert.match(res.body.error.message, /Host/);
+    }
+  });
+
   test('a malformed chunk size -> 400 validation_error envelope', async () => {
     const res = await assertWritesNothing(till(), () => rawRequest(till().url, head('Transfer-Encoding: chunked\r\n') + 'zz\r\n{}\r\n0\r\n\r\n'));
     assertError(res, 400, 'validation_error');
