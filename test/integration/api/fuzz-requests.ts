@@ -249,7 +249,9 @@ const REQUEST_MUTATIONS: Record<string, Mutation> = {
       utf8Header(req.path.replace(/[^/]+$/, (s) => `${s}é`)),
       `${req.path}#frag`,
       `http://127.0.0.1${req.path}`,
+      `ftp://127.0.0.1${req.path}`,
       '*',
+      `*${req.path}`,
     ]);
   },
   'query-odd': (req, rng) => {
