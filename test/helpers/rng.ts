@@ -1,4 +1,4 @@
-// A seeded random source for generated tests (the chain soak, the API fuzz test).
+// A seeded random source for generated tests (the chain soak, the API fuzz test, the state machine property test).
 
 /** mulberry32: small, fast, and the same sequence on every platform. */
 export class Rng {

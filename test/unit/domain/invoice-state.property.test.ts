@@ -5,6 +5,7 @@ import type { Invoice, InvoiceStatus, Payment } from '../../../src/domain/invoic
 import { amountConfirmed, amountReceived } from '../../../src/domain/invoice-amounts.ts';
 import { joinUntil, transition, type DomainEvent, type Fact } from '../../../src/domain/invoice-state.ts';
 import { DAY, HOUR, MINUTE, T0, deepFreeze, makeInvoice } from './invoice.fixtures.ts';
+import { Rng } from '../../helpers/rng.ts';
 
 // Seeded random sequences of the facts the chain watcher, the expiry worker
 // and the API send (src/services/chain-payments.ts), checked after every step
@@ -51,17 +52,6 @@ const STATUS_EVENTS: Record<string, string[]> = {
 
 // ---- a small chain ------------------------------------------------------
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 interface Tx {
   txid: string;
   outs: number[];
@@ -106,7 +96,8 @@ class Sim {
   down = false;
 
   constructor(seed: number) {
-    this.r = rng(seed);
+    const rng = new Rng(seed);
+    this.r = () => rng.next();
     const r = this.r;
     const amount = 1_000 + Math.floor(r() * 200_000);
     const req = Math.floor(r() * 7);
