@@ -161,10 +161,24 @@ for (const transport of TRANSPORTS) {
       // Index 0 got paid just now: the unfunded run is 14, and funding is recent.
       till().rt.ctx.repos.xpubs.recordFunding(xpub.id, 0, till().clock.now());
       for (let i = 0; i < 4; i++) assertInvoice(await postInvoice(till(), s.key, { amount_sats: 1000 }));
-      assert.equal(nextIndex(till(), s.storeId, 'live'), 19);
-      till().clock.advance(24 * HOUR);
+      till().clock.advance(24 * HOUR - 1);
+      assertInvoice(await postInvoice(till(), s.key, { amount_sats: 1000 }));
+      assert.equal(nextIndex(till(), s.storeId, 'live'), 20);
+      till().clock.advance(1);
       const res = await assertWritesNothing(till(), () => postInvoice(till(), s.key, { amount_sats: 1000 }));
       assertError(res, 409, 'gap_limit_exceeded');
+    });
+
+    test('funding older than 24 h still moves the window: index 10 funded, 11 more indexes (to 25) before the 409', async () => {
+      const s = setupStore(till(), { mode: 'live' });
+      for (let i = 0; i < 15; i++) assertInvoice(await postInvoice(till(), s.key, { amount_sats: 1000 }));
+      const xpub = till().rt.ctx.repos.xpubs.findActive(s.storeId, 'live')!;
+      till().rt.ctx.repos.xpubs.recordFunding(xpub.id, 10, till().clock.now());
+      till().clock.advance(25 * HOUR);
+      // The run after index 10 may reach 20 - 5 = 15 unfunded indexes: 11 through 25.
+      for (let i = 0; i < 11; i++) assertInvoice(await postInvoice(till(), s.key, { amount_sats: 1000 }));
+      assert.equal(nextIndex(till(), s.storeId, 'live'), 26);
+      assertError(await assertWritesNothing(till(), () => postInvoice(till(), s.key, { amount_sats: 1000 })), 409, 'gap_limit_exceeded');
     });
 
     test('test mode never blocks on the gap limit', async () => {
