@@ -34,56 +34,65 @@ describe('parseUsdAmount', () => {
     });
   }
 
-  const invalid: { input: unknown; why: string }[] = [
-    { input: 0, why: 'zero' },
-    { input: -0, why: 'negative zero' },
-    { input: '0', why: 'zero string' },
-    { input: '0.00', why: 'zero with decimals' },
-    { input: -1, why: 'negative' },
-    { input: '-1.00', why: 'negative string' },
-    { input: 12.345, why: 'three decimals' },
-    { input: '12.345', why: 'three decimals as string' },
-    { input: '12.500', why: 'trailing zero third decimal' },
-    { input: 0.1 + 0.2, why: 'float artefact 0.30000000000000004' },
-    { input: Number.NaN, why: 'NaN' },
-    { input: Number.POSITIVE_INFINITY, why: 'Infinity' },
-    { input: Number.NEGATIVE_INFINITY, why: '-Infinity' },
-    { input: 1e21, why: 'number printed with an exponent' },
-    { input: 1e-7, why: 'tiny number printed with an exponent' },
-    { input: '1e3', why: 'exponent string' },
-    { input: '1E3', why: 'upper-case exponent' },
-    { input: 'NaN', why: 'NaN string' },
-    { input: 'Infinity', why: 'Infinity string' },
-    { input: ' 12', why: 'leading space' },
-    { input: '12 ', why: 'trailing space' },
-    { input: '1 000', why: 'inner space' },
-    { input: '0x10', why: 'hex' },
-    { input: '12.', why: 'dot without decimals' },
-    { input: '.5', why: 'no integer digit' },
-    { input: '+5', why: 'plus sign' },
-    { input: '012', why: 'leading zero' },
-    { input: '1,000', why: 'thousands separator' },
-    { input: '12,50', why: 'decimal comma' },
-    { input: '', why: 'empty string' },
-    { input: '１２', why: 'full-width digits' },
-    { input: 1_000_000_000.01, why: 'above the maximum' },
-    { input: '1000000000.01', why: 'above the maximum as string' },
-    { input: '99999999999', why: 'far above the maximum' },
-    { input: null, why: 'null' },
-    { input: undefined, why: 'undefined' },
-    { input: true, why: 'boolean' },
-    { input: 12n, why: 'bigint' },
-    { input: ['12'], why: 'array' },
-    { input: { value: '12' }, why: 'object' },
+  // What each refusal tells the merchant: a malformed amount is not called too large, nor a large one malformed.
+  const ZERO = /^amount must be greater than 0$/;
+  const MALFORMED = /^amount must be a positive decimal with at most 2 decimal places/;
+  const BIG = /^amount must be at most 1000000000\.00$/;
+  const INF = /^amount must be a finite number$/;
+  const TYPE = /^amount must be a number or a decimal string/;
+  const invalid: { input: unknown; why: string; says: RegExp }[] = [
+    { input: 0, why: 'zero', says: ZERO },
+    { input: -0, why: 'negative zero', says: ZERO },
+    { input: '0', why: 'zero string', says: ZERO },
+    { input: '0.00', why: 'zero with decimals', says: ZERO },
+    { input: -1, why: 'negative', says: MALFORMED },
+    { input: '-1.00', why: 'negative string', says: MALFORMED },
+    { input: 12.345, why: 'three decimals', says: MALFORMED },
+    { input: '12.345', why: 'three decimals as string', says: MALFORMED },
+    { input: '12.500', why: 'trailing zero third decimal', says: MALFORMED },
+    { input: 0.1 + 0.2, why: 'float artefact 0.30000000000000004', says: MALFORMED },
+    { input: Number.NaN, why: 'NaN', says: INF },
+    { input: Number.POSITIVE_INFINITY, why: 'Infinity', says: INF },
+    { input: Number.NEGATIVE_INFINITY, why: '-Infinity', says: INF },
+    { input: 1e21, why: 'number printed with an exponent', says: BIG },
+    { input: 1e-7, why: 'tiny number printed with an exponent', says: MALFORMED },
+    { input: '1e3', why: 'exponent string', says: MALFORMED },
+    { input: '1E3', why: 'upper-case exponent', says: MALFORMED },
+    { input: 'NaN', why: 'NaN string', says: MALFORMED },
+    { input: 'Infinity', why: 'Infinity string', says: MALFORMED },
+    { input: ' 12', why: 'leading space', says: MALFORMED },
+    { input: '12 ', why: 'trailing space', says: MALFORMED },
+    { input: '1 000', why: 'inner space', says: MALFORMED },
+    { input: '0x10', why: 'hex', says: MALFORMED },
+    { input: '12.', why: 'dot without decimals', says: MALFORMED },
+    { input: '.5', why: 'no integer digit', says: MALFORMED },
+    { input: '+5', why: 'plus sign', says: MALFORMED },
+    { input: '012', why: 'leading zero', says: MALFORMED },
+    { input: '1,000', why: 'thousands separator', says: MALFORMED },
+    { input: '12,50', why: 'decimal comma', says: MALFORMED },
+    { input: '', why: 'empty string', says: MALFORMED },
+    { input: '１２', why: 'full-width digits', says: MALFORMED },
+    { input: '10000000000.', why: 'eleven digits and a dot', says: MALFORMED },
+    { input: '#10000000000', why: 'eleven digits after a sign', says: MALFORMED },
+    { input: '10000000000.5x', why: 'eleven digits and a letter', says: MALFORMED },
+    { input: 1_000_000_000.01, why: 'above the maximum', says: BIG },
+    { input: '1000000000.01', why: 'above the maximum as string', says: BIG },
+    { input: '99999999999', why: 'far above the maximum', says: BIG },
+    { input: null, why: 'null', says: TYPE },
+    { input: undefined, why: 'undefined', says: TYPE },
+    { input: true, why: 'boolean', says: TYPE },
+    { input: 12n, why: 'bigint', says: TYPE },
+    { input: ['12'], why: 'array', says: TYPE },
+    { input: { value: '12' }, why: 'object', says: TYPE },
   ];
-  for (const { input, why } of invalid) {
+  for (const { input, why, says } of invalid) {
     test(`rejects ${why}`, () => {
-      assert.throws(() => parseUsdAmount(input), isAmountError);
+      assert.throws(() => parseUsdAmount(input), (e: ApiError) => isAmountError(e) && says.test(e.message));
     });
   }
 
   // A well-formed amount above the maximum says so, however many digits it has (a number in any form).
-  for (const input of [1_000_000_000.01, '1000000000.01', '10000000000', '99999999999.99', 1e20, 1e21, Number.MAX_VALUE, '1' + '0'.repeat(40)]) {
+  for (const input of [1_000_000_000.01, 1_000_000_000.125, '1000000000.01', '10000000000', '99999999999.99', 1e20, 1e21, Number.MAX_VALUE, '1' + '0'.repeat(40)]) {
     test(`names the maximum for ${String(input).slice(0, 20)}`, () => {
       assert.throws(() => parseUsdAmount(input), (e: ApiError) => isAmountError(e) && e.message === 'amount must be at most 1000000000.00');
     });
@@ -188,7 +197,8 @@ describe('centsToSats', () => {
   test('more than 21M BTC is invalid_amount, naming the amount', () => {
     assert.throws(
       () => centsToSats(100_000_000_000, 100),
-      (error: unknown) => error instanceof ApiError && error.code === 'invalid_amount' && error.extra.param === 'amount',
+      (error: unknown) =>
+        error instanceof ApiError && error.code === 'invalid_amount' && error.extra.param === 'amount' && /more than 21,000,000 BTC/.test(error.message),
     );
   });
   const bad: [number, number][] = [
