@@ -14,6 +14,8 @@ interface Valid {
   expiresInMinutes: number;
 }
 
+const fiftyKeys = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`k${i}`, 'v']));
+
 // Rate fixed:65000 => 6_500_000 cents per BTC.
 const valid: Valid[] = [
   { name: 'sats', body: { amount_sats: 1000 }, expect: { amount_sats: 1000, amount: null, currency: null, rate: null }, expiresInMinutes: 30 },
@@ -39,7 +41,9 @@ const valid: Valid[] = [
     expect: { metadata: { ['🧾'.repeat(40)]: 'receipt' } },
     expiresInMinutes: 30,
   },
-  { name: 'null optional fields count as absent', body: { amount_sats: 5, metadata: null, callback_url: null, amount: null }, expect: { metadata: {}, callback_url: null }, expiresInMinutes: 30 },
+  { name: 'null optional fields count as absent', body: { amount_sats: 5, metadata: null, callback_url: null, amount: null, expires_in_minutes: null }, expect: { metadata: {}, callback_url: null }, expiresInMinutes: 30 },
+  { name: 'amount_sats of exactly 21 million bitcoin', body: { amount_sats: 2_100_000_000_000_000 }, expect: { amount_sats: 2_100_000_000_000_000 }, expiresInMinutes: 30 },
+  { name: 'metadata of 50 keys', body: { amount_sats: 1, metadata: fiftyKeys }, expect: { metadata: fiftyKeys }, expiresInMinutes: 30 },
 ];
 
 interface Invalid {
@@ -48,15 +52,17 @@ interface Invalid {
   status: number;
   code: string;
   param: string;
+  /** What the message says, where the same code and field could come from another check. */
+  says?: RegExp;
 }
 
 const invalid: Invalid[] = [
-  { name: 'neither amount_sats nor amount', body: {}, status: 400, code: 'validation_error', param: 'amount_sats' },
+  { name: 'neither amount_sats nor amount', body: {}, status: 400, code: 'validation_error', param: 'amount_sats', says: /amount_sats is required/ },
   { name: 'only metadata', body: { metadata: { a: 'b' } }, status: 400, code: 'validation_error', param: 'amount_sats' },
   { name: 'both amount_sats and amount+currency', body: { amount_sats: 1000, amount: '1.00', currency: 'USD' }, status: 400, code: 'validation_error', param: 'amount_sats' },
   { name: 'amount_sats with currency', body: { amount_sats: 1000, currency: 'USD' }, status: 400, code: 'validation_error', param: 'currency' },
-  { name: 'amount without currency', body: { amount: '1.00' }, status: 400, code: 'validation_error', param: 'currency' },
-  { name: 'currency without amount', body: { currency: 'USD' }, status: 400, code: 'validation_error', param: 'amount' },
+  { name: 'amount without currency', body: { amount: '1.00' }, status: 400, code: 'validation_error', param: 'currency', says: /currency is required/ },
+  { name: 'currency without amount', body: { currency: 'USD' }, status: 400, code: 'validation_error', param: 'amount', says: /amount is required/ },
   { name: 'expires_in_minutes 4', body: { amount_sats: 1, expires_in_minutes: 4 }, status: 400, code: 'validation_error', param: 'expires_in_minutes' },
   { name: 'expires_in_minutes 121', body: { amount_sats: 1, expires_in_minutes: 121 }, status: 400, code: 'validation_error', param: 'expires_in_minutes' },
   { name: 'expires_in_minutes not an integer', body: { amount_sats: 1, expires_in_minutes: 30.5 }, status: 400, code: 'validation_error', param: 'expires_in_minutes' },
@@ -73,7 +79,8 @@ const invalid: Invalid[] = [
   { name: 'metadata an array', body: { amount_sats: 1, metadata: ['order'] }, status: 400, code: 'validation_error', param: 'metadata' },
   { name: 'metadata value a number', body: { amount_sats: 1, metadata: { order: 1 } }, status: 400, code: 'validation_error', param: 'metadata.order' },
   { name: 'metadata value an object', body: { amount_sats: 1, metadata: { order: { id: 1 } } }, status: 400, code: 'validation_error', param: 'metadata.order' },
-  { name: 'unknown field', body: { amount_sats: 1, amount_sat: 2 }, status: 400, code: 'validation_error', param: 'amount_sat' },
+  { name: 'metadata of 51 keys', body: { amount_sats: 1, metadata: { ...fiftyKeys, k50: 'v' } }, status: 400, code: 'validation_error', param: 'metadata', says: /at most 50 keys/ },
+  { name: 'unknown field', body: { amount_sats: 1, amount_sat: 2 }, status: 400, code: 'validation_error', param: 'amount_sat', says: /^unknown field "amount_sat"$/ },
   { name: 'unknown field with a 5,000-character name: named by its first 64', body: { amount_sats: 1, ['x'.repeat(5000)]: 2 }, status: 400, code: 'validation_error', param: 'x'.repeat(64) },
   { name: 'metadata key of 41 characters: named by its first 40', body: { amount_sats: 1, metadata: { ['🧾'.repeat(41)]: 'receipt' } }, status: 400, code: 'validation_error', param: `metadata.${'🧾'.repeat(40)}…` },
   { name: 'metadata key empty', body: { amount_sats: 1, metadata: { '': 'receipt' } }, status: 400, code: 'validation_error', param: 'metadata' },
@@ -82,8 +89,18 @@ const invalid: Invalid[] = [
   { name: 'amount with 4 decimals', body: { amount: '0.0001', currency: 'USD' }, status: 400, code: 'validation_error', param: 'amount' },
   { name: 'amount with 3 decimals as a number', body: { amount: 12.345, currency: 'USD' }, status: 400, code: 'validation_error', param: 'amount' },
   { name: 'amount an exponent', body: { amount: 1e21, currency: 'USD' }, status: 400, code: 'validation_error', param: 'amount' },
+  // None of these is a price at all, so not a zero one either.
+  { name: 'amount false', body: { amount: false, currency: 'USD' }, status: 400, code: 'validation_error', param: 'amount' },
+  { name: 'amount an empty array', body: { amount: [], currency: 'USD' }, status: 400, code: 'validation_error', param: 'amount' },
+  { name: 'amount ["-1"]', body: { amount: ['-1'], currency: 'USD' }, status: 400, code: 'validation_error', param: 'amount' },
+  // Not a decimal, so malformed, though Number() reads them as 0 and -1000.
+  { name: 'amount "0x0"', body: { amount: '0x0', currency: 'USD' }, status: 400, code: 'validation_error', param: 'amount' },
+  { name: 'amount "-1e3"', body: { amount: '-1e3', currency: 'USD' }, status: 400, code: 'validation_error', param: 'amount' },
   { name: 'currency EUR', body: { amount: '10.00', currency: 'EUR' }, status: 400, code: 'invalid_currency', param: 'currency' },
   { name: 'currency "uſd" (upper-cases to USD, is not USD)', body: { amount: '10.00', currency: 'uſd' }, status: 400, code: 'invalid_currency', param: 'currency' },
+  { name: 'currency USDT', body: { amount: '10.00', currency: 'USDT' }, status: 400, code: 'invalid_currency', param: 'currency' },
+  { name: 'currency AUSD', body: { amount: '10.00', currency: 'AUSD' }, status: 400, code: 'invalid_currency', param: 'currency' },
+  { name: 'currency of 1,000 characters: quoted by its first 16', body: { amount: '10.00', currency: 'X'.repeat(1000) }, status: 400, code: 'invalid_currency', param: 'currency', says: /^currency "X{16}" is not supported/ },
   { name: 'currency not a string', body: { amount: '10.00', currency: 840 }, status: 400, code: 'validation_error', param: 'currency' },
   { name: 'amount_sats 0', body: { amount_sats: 0 }, status: 400, code: 'invalid_amount', param: 'amount_sats' },
   { name: 'amount_sats -1', body: { amount_sats: -1 }, status: 400, code: 'invalid_amount', param: 'amount_sats' },
@@ -93,6 +110,8 @@ const invalid: Invalid[] = [
   { name: 'amount "0"', body: { amount: '0', currency: 'USD' }, status: 400, code: 'invalid_amount', param: 'amount' },
   { name: 'amount 0.00', body: { amount: 0, currency: 'USD' }, status: 400, code: 'invalid_amount', param: 'amount' },
   { name: 'amount "-1.00"', body: { amount: '-1.00', currency: 'USD' }, status: 400, code: 'invalid_amount', param: 'amount' },
+  { name: 'amount "-10.00"', body: { amount: '-10.00', currency: 'USD' }, status: 400, code: 'invalid_amount', param: 'amount' },
+  { name: 'amount " -10.00 " (spaces around a negative)', body: { amount: ' -10.00 ', currency: 'USD' }, status: 400, code: 'invalid_amount', param: 'amount' },
 ];
 
 for (const transport of TRANSPORTS) {
@@ -121,7 +140,8 @@ for (const transport of TRANSPORTS) {
     for (const c of invalid) {
       test(`invalid: ${c.name} -> ${c.status} ${c.code}`, async () => {
         const res = await assertWritesNothing(till(), () => postInvoice(till(), key, c.body));
-        assertError(res, c.status, c.code, c.param);
+        const error = assertError(res, c.status, c.code, c.param);
+        if (c.says) assert.match(String(error.message), c.says);
       });
     }
 
