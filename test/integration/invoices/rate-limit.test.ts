@@ -5,6 +5,8 @@ import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { databasePath } from '../../../src/db/connection.ts';
 import { mintApiKey } from '../../../src/services/api-keys.ts';
+import { addXpub } from '../../../src/services/xpubs.ts';
+import { testTpub } from '../../helpers/keys.ts';
 import { holdWriteLock } from '../../helpers/write-lock.ts';
 import { call, setupStore, TRANSPORTS } from '../../helpers/till-server.ts';
 import { assertError, assertInvoice, assertWritesNothing, countWrites, postInvoice, useTill } from './invoice-api.ts';
@@ -84,6 +86,15 @@ for (const transport of TRANSPORTS) {
         ...Array.from({ length: 25 }, () => postInvoice(till(), s.key, { amount: '1.00', currency: 'EUR' })),
       ]);
       for (const res of refusals) assert.equal(res.status, 400);
+      const burst = await Promise.all(Array.from({ length: 100 }, () => postInvoice(till(), s.key, { amount_sats: 1000 })));
+      for (const res of burst) assertInvoice(res);
+      assertError(await postInvoice(till(), s.key, { amount_sats: 1000 }), 429, 'rate_limited');
+    });
+
+    test('requests refused after the body checks (409 no_active_xpub) do not spend the budget either', async () => {
+      const s = setupStore(till(), { xpub: null });
+      for (let i = 0; i < 100; i++) assertError(await postInvoice(till(), s.key, { amount_sats: 1000 }), 409, 'no_active_xpub');
+      addXpub(till().rt.ctx, { storeId: s.storeId, env: 'test', key: testTpub(s.storeId) });
       const burst = await Promise.all(Array.from({ length: 100 }, () => postInvoice(till(), s.key, { amount_sats: 1000 })));
       for (const res of burst) assertInvoice(res);
       assertError(await postInvoice(till(), s.key, { amount_sats: 1000 }), 429, 'rate_limited');
