@@ -29,13 +29,16 @@ for (const transport of TRANSPORTS) {
   describe(`API key authentication (${transport})`, () => {
     const till = useTill({ transport });
 
-    const badHeaders = [
-      { name: 'missing Authorization', header: undefined },
-      { name: 'empty Authorization', header: '' },
+    // The message tells a missing key, a malformed one and an unknown one apart.
+    const badHeaders: Array<{ name: string; header: string | undefined; says?: RegExp }> = [
+      { name: 'missing Authorization', header: undefined, says: /Bearer <API key> is required/ },
+      { name: 'empty Authorization', header: '', says: /Bearer <API key> is required/ },
       { name: 'Bearer without a key', header: 'Bearer ' },
-      { name: 'malformed key', header: 'Bearer svc_test_short' },
-      { name: 'unknown prefix', header: `Bearer sk_test_${'a'.repeat(32)}` },
-      { name: 'unknown well-formed key', header: `Bearer ${generateApiKey('test')}` },
+      { name: 'malformed key', header: 'Bearer svc_test_short', says: /malformed/ },
+      { name: 'a key with a character too many', header: `Bearer ${generateApiKey('test')}x`, says: /malformed/ },
+      { name: 'a key after a stray character', header: `Bearer x${generateApiKey('test')}`, says: /malformed/ },
+      { name: 'unknown prefix', header: `Bearer sk_test_${'a'.repeat(32)}`, says: /malformed/ },
+      { name: 'unknown well-formed key', header: `Bearer ${generateApiKey('test')}`, says: /not known/ },
       { name: 'Basic scheme', header: `Basic ${Buffer.from('svc_test_x:').toString('base64')}` },
       { name: 'key without a scheme', header: generateApiKey('test') },
       { name: 'two keys', header: `Bearer ${generateApiKey('test')} ${generateApiKey('test')}` },
@@ -47,7 +50,8 @@ for (const transport of TRANSPORTS) {
         // A real key's invoice, asked for without it: still 401, never a leak.
         const results = await assertWritesNothing(till(), () => Promise.all(everyRoute(till(), b.header, inv.id)));
         for (const res of results) {
-          assertError(res, 401, 'api_key_invalid');
+          const error = assertError(res, 401, 'api_key_invalid');
+          if (b.says) assert.match(String(error.message), b.says);
           assert.equal(res.headers.get('www-authenticate'), 'Bearer', 'RFC 9110: a 401 names its scheme');
         }
       });
@@ -60,6 +64,15 @@ for (const transport of TRANSPORTS) {
       assert.equal(ok.body.object, 'list');
       const flipped = s.key.slice(0, -1) + (s.key.endsWith('a') ? 'A' : 'a');
       assertError(await call(till(), 'GET', '/v1/invoices', { headers: { authorization: `Bearer ${flipped}` } }), 401, 'api_key_invalid');
+    });
+
+    test('the real key in another scheme, or with more after it, is refused; spaces between scheme and key are not', async () => {
+      const s = setupStore(till());
+      const list = (authorization: string) => call(till(), 'GET', '/v1/invoices', { headers: { authorization } });
+      assert.equal((await list(`Bearer   ${s.key}`)).status, 200);
+      for (const authorization of [`XBearer ${s.key}`, `Basic ${s.key}`, `Bearer ${s.key} ${s.key}`, `Bearer ${s.key}x`, `Bearer x${s.key}`]) {
+        assertError(await list(authorization), 401, 'api_key_invalid');
+      }
     });
 
     test('revoked through the service while the server runs -> 401 api_key_revoked, other keys unaffected', async () => {
