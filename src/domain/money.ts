@@ -142,14 +142,24 @@ function describe(value: unknown): string {
 
 /**
  * A BTC amount as bitcoind prints it (a JSON number such as 0.00012345, read
- * through its shortest decimal form, or a string) to integer sats. Throws for
- * anything else: more than 8 decimals, negative, exponent form, over 21M BTC.
+ * through its decimal form, or a string) to integer sats. Throws for anything
+ * else: more than 8 decimals, negative, exponent text, over 21M BTC.
  */
 export function btcToSats(value: number | string): number {
-  const text = typeof value === 'number' ? String(value) : value;
+  const text = typeof value === 'number' ? decimalOf(value) : value;
   const m = /^(\d{1,8})(?:\.(\d{1,8}))?$/.exec(text);
   if (!m) throw new Error(`not a BTC amount: ${JSON.stringify(value).slice(0, 40)}`);
   const sats = BigInt(m[1]!) * 100_000_000n + BigInt((m[2] ?? '').padEnd(8, '0'));
   if (sats > BigInt(MAX_SATS)) throw new Error('BTC amount above 21 million');
   return Number(sats);
+}
+
+/**
+ * A number as plain decimal text: its 8 fixed places when they are the number
+ * exactly (String() writes bitcoind's 0.00000050 as 5e-7), else String()'s
+ * form, which a ninth decimal makes one the caller refuses.
+ */
+function decimalOf(n: number): string {
+  const fixed = n.toFixed(8);
+  return Number(fixed) === n ? fixed : String(n);
 }

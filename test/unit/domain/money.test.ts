@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { ApiError } from '../../../src/domain/errors.ts';
 import {
   MAX_SATS,
+  btcToSats,
   centsToSats,
   formatCents,
   parseRateToCents,
@@ -229,5 +230,40 @@ describe('satsToBtcString', () => {
   }
   for (const bad of [-1, 0.5, Number.NaN, 2 ** 53]) {
     test(`rejects ${bad}`, () => assert.throws(() => satsToBtcString(bad), RangeError));
+  }
+});
+
+// scantxoutset amounts (src/bitcoin/bitcoind.ts): bitcoind prints a JSON number with 8 decimals.
+describe('btcToSats', () => {
+  const valid: { input: number | string; sats: number }[] = [
+    { input: 0.00012345, sats: 12_345 },
+    { input: '0.00012345', sats: 12_345 },
+    { input: 0.1, sats: 10_000_000 },
+    { input: 1, sats: 100_000_000 },
+    { input: '21000000', sats: MAX_SATS },
+    { input: 20_999_999.99999999, sats: MAX_SATS - 1 },
+    { input: 0, sats: 0 },
+    // Below 0.000001 a JSON number reads back as 5e-7: still the 50 sats bitcoind printed.
+    { input: JSON.parse('0.00000050') as number, sats: 50 },
+    { input: JSON.parse('0.00000001') as number, sats: 1 },
+  ];
+  for (const { input, sats } of valid) {
+    test(`reads ${JSON.stringify(input)} as ${sats} sats`, () => assert.equal(btcToSats(input), sats));
+  }
+  const invalid: { input: number | string; why: string }[] = [
+    { input: 0.000000001, why: 'a ninth decimal (a number)' },
+    { input: '0.000000001', why: 'a ninth decimal' },
+    { input: '1e-8', why: 'exponent text' },
+    { input: -0.0000001, why: 'negative' },
+    { input: '-1', why: 'negative text' },
+    { input: '21000000.00000001', why: 'above 21 million BTC' },
+    { input: '123456789', why: 'nine integer digits' },
+    { input: '1.', why: 'a dot without decimals' },
+    { input: ' 1', why: 'a space' },
+    { input: 'x1', why: 'a letter before' },
+    { input: '1x', why: 'a letter after' },
+  ];
+  for (const { input, why } of invalid) {
+    test(`refuses ${why}`, () => assert.throws(() => btcToSats(input), /not a BTC amount|above 21 million/));
   }
 });
