@@ -67,14 +67,15 @@ for (const transport of TRANSPORTS) {
       const inv = assertInvoice(await postInvoice(till(), s.key, { amount_sats: 1000 }));
       const path = `/v1/invoices/${inv.id}/cancel`;
       const json = { 'content-type': 'application/json' };
-      for (const [opts, status, code, param] of [
-        [{ body: { reason: 'out of stock' } }, 400, 'validation_error', 'reason'],
-        [{ rawBody: 'hello', headers: { 'content-type': 'text/plain' } }, 415, 'unsupported_media_type', undefined],
-        [{ rawBody: '{bad', headers: json }, 400, 'validation_error', 'body'],
+      for (const [opts, status, code, param, says] of [
+        [{ body: { reason: 'out of stock' } }, 400, 'validation_error', 'reason', /^unknown field "reason"$/],
+        [{ rawBody: 'hello', headers: { 'content-type': 'text/plain' } }, 415, 'unsupported_media_type', undefined, /Content-Type: application\/json/],
+        [{ rawBody: '{bad', headers: json }, 400, 'validation_error', 'body', /not valid JSON/],
       ] as const) {
         const res = await assertWritesNothing(till(), () => call(till(), 'POST', path, { key: s.key, ...opts }));
         const error = assertError(res, status, code);
         assert.equal(error.param, param);
+        assert.match(String(error.message), says);
       }
       for (const opts of [{ rawBody: '', headers: json }, { body: {} }, {}]) {
         const other = assertInvoice(await postInvoice(till(), s.key, { amount_sats: 1000 }));
