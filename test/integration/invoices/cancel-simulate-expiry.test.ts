@@ -222,12 +222,13 @@ for (const transport of TRANSPORTS) {
       assert.equal((await call(till(), 'GET', `/v1/invoices/${inv.id}`, { key: live.key })).body.status, 'pending');
     });
 
-    const badBodies: Array<{ name: string; body?: unknown; raw?: string; type?: string; http: number; code: string; param?: string }> = [
+    const badBodies: Array<{ name: string; body?: unknown; raw?: string; type?: string; http: number; code: string; param?: string; says?: RegExp }> = [
       { name: 'empty object', body: {}, http: 400, code: 'validation_error', param: 'event' },
-      { name: 'unknown event', body: { event: 'refunded' }, http: 400, code: 'validation_error', param: 'event' },
+      { name: 'unknown event', body: { event: 'refunded' }, http: 400, code: 'validation_error', param: 'event', says: /must be one of payment_detected, paid, late_paid, expired$/ },
       { name: 'event with the invoice. prefix', body: { event: 'invoice.paid' }, http: 400, code: 'validation_error', param: 'event' },
       { name: 'event not a string', body: { event: 1 }, http: 400, code: 'validation_error', param: 'event' },
-      { name: 'unknown field', body: { event: 'paid', amount_sats: 1 }, http: 400, code: 'validation_error', param: 'amount_sats' },
+      { name: 'unknown field', body: { event: 'paid', reason: 'test' }, http: 400, code: 'validation_error', param: 'reason', says: /^unknown field "reason"$/ },
+      { name: 'amount_sats with an event other than payment_detected', body: { event: 'paid', amount_sats: 1 }, http: 400, code: 'validation_error', param: 'amount_sats' },
       { name: 'array', body: ['paid'], http: 400, code: 'validation_error' },
       { name: 'not JSON', raw: 'event=paid', type: 'application/json', http: 400, code: 'validation_error' },
       { name: 'form encoded', raw: 'event=paid', type: 'application/x-www-form-urlencoded', http: 415, code: 'unsupported_media_type' },
@@ -241,7 +242,8 @@ for (const transport of TRANSPORTS) {
             ? call(till(), 'POST', `/v1/invoices/${id}/simulate`, { key, rawBody: b.raw, headers: { 'content-type': b.type! } })
             : call(till(), 'POST', `/v1/invoices/${id}/simulate`, { key, body: b.body }),
         );
-        assertError(res, b.http, b.code, b.param);
+        const error = assertError(res, b.http, b.code, b.param);
+        if (b.says) assert.match(String(error.message), b.says);
       });
     }
   });

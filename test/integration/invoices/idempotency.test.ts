@@ -131,6 +131,7 @@ describe('Idempotency-Key sent twice (socket)', () => {
     const text = await rawConversation(till().url, request);
     assert.deepEqual(statusCodes(text), [400]);
     assert.match(text, /"code":"validation_error"[^}]*"param":"Idempotency-Key"|"param":"Idempotency-Key"[^}]*"code":"validation_error"/);
+    assert.match(text, /"message":"the Idempotency-Key header is given more than once/);
     assert.deepEqual(countWrites(till()), before);
   });
 });

@@ -194,6 +194,8 @@ for (const transport of TRANSPORTS) {
       assertRequestId(fetched);
       assert.equal(fetched.text, JSON.stringify(invA));
 
+      // Fetched by its own key first, so its view is cached: another store's key still gets 404.
+      assert.equal((await call(till(), 'GET', `/v1/invoices/${invB.id}`, { key: b.key })).status, 200);
       assertError(await call(till(), 'GET', `/v1/invoices/${invB.id}`, { key: a.key }), 404, 'not_found');
       assertError(await call(till(), 'POST', `/v1/invoices/${invB.id}/cancel`, { key: a.key }), 404, 'not_found');
       assertError(await call(till(), 'POST', `/v1/invoices/${invB.id}/simulate`, { key: a.key, body: { event: 'paid' } }), 404, 'not_found');
@@ -207,6 +209,7 @@ for (const transport of TRANSPORTS) {
       assert.equal(invLive.livemode, true);
       assertError(await call(till(), 'GET', `/v1/invoices/${invA.id}`, { key: live.key }), 404, 'not_found');
       assert.deepEqual((await call(till(), 'GET', '/v1/invoices', { key: live.key })).body.data.map((i: { id: string }) => i.id), [invLive.id]);
+      assert.equal((await call(till(), 'GET', `/v1/invoices/${invLive.id}`, { key: live.key })).status, 200);
       updateStore(till().rt.ctx, a.storeId, { mode: 'test' });
       assertError(await call(till(), 'GET', `/v1/invoices/${invLive.id}`, { key: a.key }), 404, 'not_found');
       assert.deepEqual((await call(till(), 'GET', '/v1/invoices', { key: a.key })).body.data.map((i: { id: string }) => i.id), [invA.id]);
@@ -230,7 +233,8 @@ for (const transport of TRANSPORTS) {
       updateStore(till().rt.ctx, a.storeId, { mode: 'live' });
       addXpub(till().rt.ctx, { storeId: a.storeId, env: 'live', key: testTpub(`live-${a.storeId}`) });
       const live = mintApiKey(till().rt.ctx, a.storeId, 'live');
-      assertError(await call(till(), 'GET', `/v1/invoices?starting_after=${invA.id}`, { key: live.key }), 400, 'validation_error', 'starting_after');
+      const r = await call(till(), 'GET', `/v1/invoices?starting_after=${invA.id}`, { key: live.key });
+      assert.match(String(assertError(r, 400, 'validation_error', 'starting_after').message), /\(its store, live mode\)/);
     });
 
     test('a time names its whole last unit: created_lte=N (or an ISO second, minute, day) includes N.500, created_gte=N+1 excludes it', async () => {
@@ -262,6 +266,28 @@ for (const transport of TRANSPORTS) {
       assertError(await call(till(), 'GET', '/v1/invoices?created_lte=2026-12-31T24:00Z', { key: s.key }), 400, 'validation_error');
     });
 
+    test('created_lte spans end on their last millisecond: of a tenth, a minute, a day', async () => {
+      const s = setupStore(till());
+      const at = async (iso: string) => {
+        till().clock.set(Date.parse(iso));
+        return assertInvoice(await postInvoice(till(), s.key, { amount_sats: 1000 })).id as string;
+      };
+      const tenth = await at('2027-03-01T00:00:00.499Z');
+      const minute = await at('2027-03-01T00:00:59.999Z');
+      const nextMinute = await at('2027-03-01T00:01:00.000Z');
+      const day = await at('2027-03-01T23:59:59.999Z');
+      await at('2027-03-02T00:00:00.000Z');
+      const ids = async (lte: string) => (await call(till(), 'GET', `/v1/invoices?created_lte=${lte}`, { key: s.key })).body.data.map((i: { id: string }) => i.id);
+      const cases: Array<[string, string[]]> = [
+        ['2027-03-01T00:00:00.4Z', [tenth]],
+        ['2027-03-01T00:00:00.4990Z', [tenth]],
+        ['2027-03-01T00:00:00.4989Z', []],
+        ['2027-03-01T00:00Z', [minute, tenth]],
+        ['2027-03-01', [day, nextMinute, minute, tenth]],
+      ];
+      for (const [lte, expected] of cases) assert.deepEqual(await ids(lte), expected, lte);
+    });
+
     test('unknown or malformed invoice ids -> 404 not_found', async () => {
       const s = setupStore(till());
       for (const id of ['inv_00000000000000000000000000', 'nope', 'inv_%zz', '%E0%A4%A', encodeURIComponent('inv_ü')]) {
@@ -269,7 +295,7 @@ for (const transport of TRANSPORTS) {
       }
     });
 
-    const badQueries = [
+    const badQueries: Array<{ query: string; param: string; says?: RegExp }> = [
       { query: 'limit=0', param: 'limit' },
       { query: 'limit=101', param: 'limit' },
       { query: 'limit=abc', param: 'limit' },
@@ -277,16 +303,17 @@ for (const transport of TRANSPORTS) {
       { query: 'limit=1.5', param: 'limit' },
       { query: 'limit=', param: 'limit' },
       { query: 'limit=10&limit=20', param: 'limit' },
-      { query: 'page=2', param: 'page' },
-      { query: 'starting_after=inv_nope', param: 'starting_after' },
+      { query: 'page=2', param: 'page', says: /^unknown query parameter "page"$/ },
+      { query: 'starting_after=inv_nope', param: 'starting_after', says: /must be an invoice id/ },
       { query: 'starting_after=sto_01m7yrrt80fnhyht28gqjdpd3m', param: 'starting_after' },
       { query: 'ending_before=', param: 'ending_before' },
       { query: 'starting_after=inv_01m7yrrt80e8j39nqjvjgrc36e&ending_before=inv_01m7yrrt80e8j39nqjvjgrc36f', param: 'ending_before' },
-      { query: 'status=open', param: 'status' },
+      { query: 'status=open', param: 'status', says: /must be one of pending, paid, late_paid, cancelled, expired$/ },
       { query: 'status=PENDING', param: 'status' },
       { query: 'created_gte=yesterday', param: 'created_gte' },
       { query: 'created_lte=2026-13-45', param: 'created_lte' },
       { query: 'created_gte=1.5', param: 'created_gte' },
+      { query: 'created_gte=12026-01-01', param: 'created_gte' },
       { query: 'created_gte=2026-02-30', param: 'created_gte' },
       { query: 'created_lte=2026-04-31T10:00:00Z', param: 'created_lte' },
       { query: 'created_lte=2026-11-00', param: 'created_lte' },
@@ -297,7 +324,8 @@ for (const transport of TRANSPORTS) {
     for (const b of badQueries) {
       test(`GET /v1/invoices?${b.query} -> 400 validation_error naming ${b.param}`, async () => {
         const s = setupStore(till());
-        assertError(await call(till(), 'GET', `/v1/invoices?${b.query}`, { key: s.key }), 400, 'validation_error', b.param);
+        const error = assertError(await call(till(), 'GET', `/v1/invoices?${b.query}`, { key: s.key }), 400, 'validation_error', b.param);
+        if (b.says) assert.match(String(error.message), b.says);
       });
     }
   });
