@@ -41,9 +41,9 @@ export function parseInvoiceRequest(body: Record<string, unknown>): InvoiceReque
   return { kind: 'fiat', ...parseFiat(body.amount, body.currency), ...common };
 }
 
-/** A whole, positive number of sats, at most 21 million bitcoin: invalid_amount (validation_error for another type). */
+/** A whole, positive number of sats, at most 21 million bitcoin: invalid_amount (validation_error for another type; 1e999, read as infinity, is out of range like any number). */
 export function parseAmountSats(v: unknown): number {
-  if (typeof v !== 'number' || !Number.isFinite(v)) throw invalidField('amount_sats', 'amount_sats must be a whole number of sats');
+  if (typeof v !== 'number' || Number.isNaN(v)) throw invalidField('amount_sats', 'amount_sats must be a whole number of sats');
   if (v <= 0) throw new ApiError('invalid_amount', 'amount_sats must be greater than 0', { param: 'amount_sats' });
   if (v > MAX_SATS) throw new ApiError('invalid_amount', 'amount_sats is more than 21 million bitcoin', { param: 'amount_sats' });
   if (!Number.isInteger(v)) throw new ApiError('invalid_amount', 'amount_sats must be a whole number of sats', { param: 'amount_sats' });

@@ -164,6 +164,15 @@ for (const transport of TRANSPORTS) {
       assertInvoice(await postInvoice(till(), key, { amount_sats: 1000 }, { 'idempotency-key': utf8('é'.repeat(255)) }));
     });
 
+    // JSON has no infinity, but 1e999 parses to one: beyond 21 million bitcoin (or below 1 sat) as any such number is.
+    for (const [text, says] of [['1e999', /more than 21 million bitcoin/], ['-1e999', /greater than 0/]] as const) {
+      test(`amount_sats ${text} -> 400 invalid_amount, as any amount out of range`, async () => {
+        const res = await assertWritesNothing(till(), () => call(till(), 'POST', '/v1/invoices', { key, rawBody: `{"amount_sats": ${text}}`, headers: { 'content-type': 'application/json' } }));
+        const error = assertError(res, 400, 'invalid_amount', 'amount_sats');
+        assert.match(String(error.message), says);
+      });
+    }
+
     test('a field given as a query parameter is refused, not ignored', async () => {
       const res = await assertWritesNothing(till(), () => call(till(), 'POST', '/v1/invoices?expires_in_minutes=5', { key, body: { amount_sats: 1000 } }));
       const error = assertError(res, 400, 'validation_error', 'expires_in_minutes');
