@@ -273,8 +273,9 @@ export async function runInvoicesBench(): Promise<BenchRow[]> {
         note: `What the disk gives every durable write: a one-row SQLite commit with WAL and synchronous=FULL in the bench's temp dir, 200 commits; p50 ${round(commit.p50, 2)} ms.`,
       },
     ];
+    const usEach = (perSec: number) => Math.round(1e6 / perSec);
     const commits =
-      'each creation costs ~115-130 µs of the one event loop, ~60 % of it the write path: the invoice row and its six B-trees, the invoice.created event and its delivery rows, and the group commit (~3.7 WAL pages per creation with 64 stores, each page two write calls; the fsync waits off the loop; each store has its own insertion point in the list index, and the unique address index is a random-page insert: those two are ~70 % of the pages); the rest is HTTP, the API key check, validation, the response and the log line. The in-process row is the write path alone (docs/PERFORMANCE.md).';
+      `each creation costs ~${usEach(create.requestsPerSec)} µs of the one event loop at this rate (~115-130 µs on the VMs of 2026-11-23 to 26), ~60 % of it the write path: the invoice row and its six B-trees, the invoice.created event and its delivery rows, and the group commit (~3.7 WAL pages per creation with 64 stores, each page two write calls; the fsync waits off the loop; each store has its own insertion point in the list index, and the unique address index is a random-page insert: those two are ~70 % of the pages); the rest is HTTP, the API key check, validation, the response and the log line. The in-process row is the write path alone (docs/PERFORMANCE.md).`;
     const belowCeiling = (target: number) =>
       echoRun.requestsPerSec < target ? `the bare echo on this machine only does ${Math.round(echoRun.requestsPerSec)} req/s, so no handler on this stack can reach it here; besides, ` : '';
     const getCost = (target: number) =>
@@ -282,7 +283,7 @@ export async function runInvoicesBench(): Promise<BenchRow[]> {
     const why: Record<string, string> = {
       'invoice creation, POST /v1/invoices': belowCeiling(CREATE_TARGET) + commits,
       'invoice creation p99': `at ${CONNECTIONS} connections and ${Math.round(create.requestsPerSec)} creations/s, the mean wait alone (Little's law) is ${round((CONNECTIONS / create.requestsPerSec) * 1000, 1)} ms; ≤ 10 ms at this concurrency needs more than ${Math.round((CONNECTIONS / 10) * 1000)} creations/s. The tail: about 1 % of group commits take 15-35 ms on the event loop, those in which the server's connection checkpoints the WAL itself (every 64 MiB of WAL: the only way it restarts under steady writes), and the fdatasync's own tail (p99 ~6-7 ms, at times 15-35 ms); every connection waits behind either (docs/PERFORMANCE.md).`,
-      'creation / echo': 'of the same causes as invoice creation (see its note).',
+      'creation / echo': `the echo answers a request in ~${usEach(echoRun.requestsPerSec)} µs of its loop, while the write path alone (the in-process row: ${Math.round(service)} creations/s) takes ~${usEach(service)} µs a creation before any HTTP; the faster this machine's echo, the lower the ratio however fast creation is. Besides, ${commits}`,
       'GET /v1/invoices/:id': `${getCost(20_000)}Beyond Node's own request and response, an answer costs the API key check (a SHA-256, and one read of the WAL-index header a turn for other processes' commits) and the log line.`,
       'GET /v1/invoices?limit=20': `${getCost(10_000)}The page comes from the page cache; what is left is the API key check, the log line and sending ~20 KB an answer.`,
     };
