@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { RequestLog } from './middleware/request-context.ts';
-import { clientErrorListener, refuseUnservableRequest } from './internal/client-error.ts';
+import { clientErrorListener, refuseUnservableRequest, refuseUpgradeWithInvalidHost } from './internal/client-error.ts';
 import { CONNECTION_DEADLINES, requestTimeoutOptions, type ConnectionDeadlines } from './internal/connection-deadlines.ts';
 import { directGetsOf } from './internal/direct-get.ts';
 import { getOrInsert } from '../get-or-insert.ts';
@@ -57,7 +57,7 @@ export const MAX_OWED_ANSWERS = 32;
 /** Serves the app on a real socket (crossws's serve also upgrades WebSockets). */
 export async function listen(app: H3, host: string, port: number, opts: ListenOptions = {}): Promise<HttpServer> {
   const websocket: WSOptions = {
-    resolve: (req) => resolveThroughApp(app, req),
+    resolve: (req) => resolveThroughApp(app, req, opts.log),
     ...opts.websocket,
     options: {
       ...opts.websocket?.options,
@@ -174,7 +174,9 @@ function isWebSocketUpgrade(req: IncomingMessage): boolean {
   return (req.headers.upgrade ?? '').split(',').some((protocol) => protocol.trim().toLowerCase() === 'websocket');
 }
 
-async function resolveThroughApp(app: H3, req: Request): Promise<Partial<Hooks>> {
+async function resolveThroughApp(app: H3, req: Request, log?: RequestLog): Promise<Partial<Hooks>> {
+  const refused = refuseUpgradeWithInvalidHost(req, log);
+  if (refused) return { upgrade: () => refused };
   const res = (await app.fetch(req)) as Response & { crossws?: Partial<Hooks> };
   // h3 puts the hooks on the request as well: middleware that rebuilds the
   // response (to add headers) drops the `crossws` property, the request keeps it.

@@ -100,17 +100,34 @@ function envelopeOf(e: ApiError): { requestId: string; headers: Record<string, s
  */
 export function refuseUnservableRequest(req: IncomingMessage, res: ServerResponse, log?: RequestLog): boolean {
   const target = req.url ?? '/';
-  const host = req.headers.host;
-  let message: string;
-  if (!target.startsWith('/') && target !== '*' && !isHttpUrl(target)) message = 'the request target must be a path from / or an absolute http(s) URL';
-  else if (host !== undefined && host !== '' && !URL.canParse(`http://${host}/`)) message = 'the Host header is not a valid host[:port]';
-  else return false;
+  const message =
+    !target.startsWith('/') && target !== '*' && !isHttpUrl(target) ? 'the request target must be a path from / or an absolute http(s) URL' : invalidHostMessage(req.headers.host);
+  if (message === null) return false;
   const started = performance.now();
   const e = new ApiError('validation_error', message);
   const { requestId, headers, body } = envelopeOf(e);
   res.writeHead(e.status, headers).end(body);
   log?.({ requestId, method: req.method ?? '-', path: '-', status: e.status, started, keyId: undefined });
   return true;
+}
+
+/**
+ * The same Host check for a WebSocket upgrade (crossws builds its request
+ * without one): the 400 answer to send instead of upgrading, or null.
+ */
+export function refuseUpgradeWithInvalidHost(req: Request, log?: RequestLog): Response | null {
+  const message = invalidHostMessage(req.headers.get('host') ?? undefined);
+  if (message === null) return null;
+  const started = performance.now();
+  const e = new ApiError('validation_error', message);
+  const { requestId, headers, body } = envelopeOf(e);
+  log?.({ requestId, method: req.method, path: '-', status: e.status, started, keyId: undefined });
+  return new Response(body, { status: e.status, headers });
+}
+
+/** Why a Host header no URL can hold is refused (RFC 9112 3.2), or null; a missing one is the app's to refuse. */
+function invalidHostMessage(host: string | undefined): string | null {
+  return host !== undefined && host !== '' && !URL.canParse(`http://${host}/`) ? 'the Host header is not a valid host[:port]' : null;
 }
 
 /** srvx's own test of an absolute-form target. */

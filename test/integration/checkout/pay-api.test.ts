@@ -332,13 +332,18 @@ describe('a stream\'s first snapshot (socket)', () => {
 });
 
 describe('WebSocket /pay/invoices/:id/stream', () => {
-  test('an upgrade request whose Host no URL can hold (port 99999) gets the app\'s answer, not a bare 500', async (t) => {
+  test('an upgrade request whose Host no URL can hold (port 99999) is refused 400 in the envelope, as without Upgrade (RFC 9112 3.2), not a bare 500 nor a socket', async (t) => {
     const till = await startTestTill(t);
     const inv = await createInvoice(till, setupStore(till));
     const upgrade = 'Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n';
-    const got = await rawConversation(till.url, `GET /pay/invoices/${inv.id} HTTP/1.1\r\nHost: example.com:99999\r\n${upgrade}\r\n`);
-    assert.deepEqual(statusCodes(got), [200], got.slice(0, 200));
-    assert.equal(JSON.parse(got.slice(got.indexOf('{'))).id, inv.id);
+    for (const path of [`/pay/invoices/${inv.id}/stream`, `/pay/invoices/${inv.id}`]) {
+      const got = await rawConversation(till.url, `GET ${path} HTTP/1.1\r\nHost: example.com:99999\r\n${upgrade}\r\n`);
+      assert.deepEqual(statusCodes(got), [400], got.slice(0, 200));
+      const error = JSON.parse(got.slice(got.indexOf('{'))).error;
+      assert.equal(error.code, 'validation_error');
+      assert.match(error.message, /Host/);
+      assert.equal(error.request_id, /x-request-id: ([\w-]+)/i.exec(got)?.[1]);
+    }
   });
 
   test('a message larger than 4 KiB closes the socket (1009) rather than being buffered', async (t) => {
