@@ -103,11 +103,8 @@ export function refuseUnservableRequest(req: IncomingMessage, res: ServerRespons
   const message =
     !target.startsWith('/') && target !== '*' && !isHttpUrl(target) ? 'the request target must be a path from / or an absolute http(s) URL' : invalidHostMessage(req.headers.host);
   if (message === null) return false;
-  const started = performance.now();
-  const e = new ApiError('validation_error', message);
-  const { requestId, headers, body } = envelopeOf(e);
-  res.writeHead(e.status, headers).end(body);
-  log?.({ requestId, method: req.method ?? '-', path: '-', status: e.status, started, keyId: undefined });
+  const { status, headers, body } = refusalLogged(message, req.method ?? '-', log);
+  res.writeHead(status, headers).end(body);
   return true;
 }
 
@@ -118,11 +115,17 @@ export function refuseUnservableRequest(req: IncomingMessage, res: ServerRespons
 export function refuseUpgradeWithInvalidHost(req: Request, log?: RequestLog): Response | null {
   const message = invalidHostMessage(req.headers.get('host') ?? undefined);
   if (message === null) return null;
+  const { status, headers, body } = refusalLogged(message, req.method, log);
+  return new Response(body, { status, headers });
+}
+
+/** The 400 envelope refusing a request before the app saw it, logged as a request (its path not told). */
+function refusalLogged(message: string, method: string, log?: RequestLog): { status: number; headers: Record<string, string>; body: string } {
   const started = performance.now();
   const e = new ApiError('validation_error', message);
   const { requestId, headers, body } = envelopeOf(e);
-  log?.({ requestId, method: req.method, path: '-', status: e.status, started, keyId: undefined });
-  return new Response(body, { status: e.status, headers });
+  log?.({ requestId, method, path: '-', status: e.status, started, keyId: undefined });
+  return { status: e.status, headers, body };
 }
 
 /** Why a Host header no URL can hold is refused (RFC 9112 3.2), or null; a missing one is the app's to refuse. */
