@@ -12,6 +12,16 @@ import { commitJobs, runStatementsOn, type Outcome, type Statement } from './wri
 //   (they never block the writer or readers), and the server's connection
 //   checkpoints itself only if the WAL grows past a safety bound (the thread
 //   stopped or fell far behind).
+// - WAL restarts. SQLite starts the WAL over only when a write transaction
+//   begins with every frame copied, which under steady group commits never
+//   happens by itself (a checkpoint takes longer than the gap between two):
+//   the WAL grew to the safety bound and the server's connection checkpointed
+//   it inside a commit, stalling the event loop 15-35 ms several times a
+//   second. Past RESTART_PAGES the thread copies what it can, again until a
+//   round is quick, then asks for a pause in commits (restartWal): the write
+//   queue commits nothing until the thread has copied the last few frames,
+//   and its next commit starts the WAL over. The pause is one short
+//   checkpoint (~3 ms under load), and the event loop keeps serving meanwhile.
 // - Commits of writes that are plain statements (webhook attempt outcomes):
 //   the write queue hands such batches here, so their SQLite work and fsync
 //   leave the event loop. The thread waits out another process's lock itself.
@@ -20,6 +30,11 @@ import { commitJobs, runStatementsOn, type Outcome, type Statement } from './wri
 
 /** The server's connection still checkpoints past this many WAL pages (64 MiB). */
 export const WRITER_CHECKPOINT_PAGES = 16_384;
+/** Past this many WAL pages (16 MiB) the thread asks for the pause that starts the WAL over. */
+export const RESTART_PAGES = 4_096;
+/** A checkpoint round this quick leaves little for the pause; the rounds before asking for it are at most PRECOPY_ROUNDS. */
+const QUICK_ROUND_MS = 2;
+const PRECOPY_ROUNDS = 4;
 const DEFAULT_INTERVAL_MS = 100;
 /** The thread retries a failing checkpoint every interval: the same failure is reported again at most this often. */
 export const CHECKPOINT_REPORT_MS = 60_000;
@@ -42,10 +57,33 @@ const prepared = new Map();
 const runJob = (statements) => runStatementsOn(db, prepared, statements);
 const plainError = (err) => ({ message: String(err && err.message || err), code: err && err.code });
 const checkpoint = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
+/** Copies what it can of the WAL into the database: the WAL's length in pages, and whether every one was copied. */
+const checkpointWal = () => {
+  const { log, checkpointed } = checkpoint.get();
+  return { log, all: checkpointed === log };
+};
+/** Copies again what was committed during the previous round, until a round is quick. */
+const copyUntilQuick = () => {
+  for (let round = 0; round < ${PRECOPY_ROUNDS}; round++) {
+    const started = performance.now();
+    checkpointWal();
+    if (performance.now() - started < ${QUICK_ROUND_MS}) return;
+  }
+};
 let failing = false;
+/** The server's connection was asked for a pause to start the WAL over and has not given it yet. */
+let restartAsked = false;
+/** The last pause could not copy every frame: a reader of another connection holds an old snapshot. */
+let readerHolds = false;
 const timer = setInterval(() => {
   try {
-    checkpoint.run();
+    const { log, all } = checkpointWal();
+    if (all) readerHolds = false;
+    if (!restartAsked && !readerHolds && log >= workerData.restartPages) {
+      copyUntilQuick();
+      restartAsked = true;
+      parentPort.postMessage({ type: 'restart-wanted' });
+    }
     if (failing) parentPort.postMessage({ type: 'checkpoint-ok' });
     failing = false;
   } catch (err) {
@@ -58,6 +96,17 @@ parentPort.on('message', (msg) => {
     clearInterval(timer);
     db.close();
     parentPort.close();
+    return;
+  }
+  if (msg.type === 'restart') {
+    // The server's connection commits nothing until this answers: every frame gets copied, unless another connection's reader holds some.
+    try {
+      readerHolds = !checkpointWal().all;
+    } catch {
+      // The timer's next checkpoint fails too and reports it.
+    }
+    restartAsked = false;
+    parentPort.postMessage({ type: 'restart-done' });
     return;
   }
   let reply;
@@ -76,6 +125,8 @@ parentPort.on('message', (msg) => {
 type Reply =
   | { type: 'checkpoint-error'; message: string }
   | { type: 'checkpoint-ok' }
+  | { type: 'restart-wanted' }
+  | { type: 'restart-done' }
   | { type: 'committed'; id: number; outcomes?: Outcome[]; error?: { message: string; code?: string } };
 
 export interface DbThread {
@@ -83,6 +134,15 @@ export interface DbThread {
   readonly running: boolean;
   /** Commits each job's statements, the jobs together (see commitJobs); outcomes hold each job's `changes`. */
   commit(jobs: Statement[][]): Promise<Outcome[]>;
+  /** The WAL is long and nearly all copied: the thread asks for the pause of restartWal. */
+  readonly wantsWalRestart: boolean;
+  /**
+   * Copies the WAL's last frames into the database; resolves when done (at
+   * once if the thread has stopped). Call it when this process has no commit
+   * under way and make none until it resolves: the next commit then starts
+   * the WAL over instead of making it longer.
+   */
+  restartWal(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -93,6 +153,8 @@ function errorFrom(e: { message: string; code?: string }): Error {
 
 export interface DbThreadOptions {
   intervalMs?: number;
+  /** RESTART_PAGES unless given (tests). */
+  restartPages?: number;
   busyTimeoutMs: number;
   /** The thread failed, or its checkpoints fail (the same failure at most once per CHECKPOINT_REPORT_MS, with how often it recurred). */
   onError: (err: Error) => void;
@@ -110,6 +172,7 @@ export function startDbThread(db: Db, opts: DbThreadOptions): DbThread {
     ...sqliteForThread(),
     path: db.name,
     intervalMs: opts.intervalMs ?? DEFAULT_INTERVAL_MS,
+    restartPages: opts.restartPages ?? RESTART_PAGES,
     busyTimeoutMs: opts.busyTimeoutMs,
     synchronous: db.pragma('synchronous', { simple: true }) as number,
   };
@@ -122,20 +185,38 @@ export function startDbThread(db: Db, opts: DbThreadOptions): DbThread {
   const pending = new Map<number, { resolve: (o: Outcome[]) => void; reject: (err: Error) => void }>();
   let nextId = 1;
   let running = true;
+  let wantsWalRestart = false;
+  /** Ends the pause of a WAL restart under way. */
+  let restarted: (() => void) | null = null;
+  /** Nothing is waiting for the thread: it may be left running as the process exits. */
+  const unrefIfIdle = () => {
+    if (pending.size === 0 && !restarted) worker.unref();
+  };
+  const endRestart = () => {
+    restarted?.();
+    restarted = null;
+    unrefIfIdle();
+  };
   const fail = (err: Error) => {
     running = false;
     for (const p of pending.values()) p.reject(err);
     pending.clear();
+    endRestart();
   };
   const reportCheckpoints = checkpointReporter(opts);
-  worker.on('message', (msg: Reply) => {
-    if (msg.type !== 'committed') return reportCheckpoints(msg);
+  const settleCommit = (msg: Extract<Reply, { type: 'committed' }>) => {
     const p = pending.get(msg.id);
     if (!p) return;
     pending.delete(msg.id);
-    if (pending.size === 0) worker.unref();
+    unrefIfIdle();
     if (msg.error) p.reject(errorFrom(msg.error));
     else p.resolve(msg.outcomes!.map((o) => (o.ok ? o : { ok: false, error: errorFrom(o.error as { message: string; code?: string }) })));
+  };
+  worker.on('message', (msg: Reply) => {
+    if (msg.type === 'committed') settleCommit(msg);
+    else if (msg.type === 'restart-wanted') wantsWalRestart = true;
+    else if (msg.type === 'restart-done') endRestart();
+    else reportCheckpoints(msg);
   });
   worker.on('error', (err) => {
     fail(err);
@@ -168,6 +249,18 @@ export function startDbThread(db: Db, opts: DbThreadOptions): DbThread {
         pending.set(id, { resolve, reject });
         worker.ref();
         worker.postMessage({ type: 'commit', id, batch: JSON.stringify({ sql, jobs: packed }) });
+      });
+    },
+    get wantsWalRestart() {
+      return wantsWalRestart && running;
+    },
+    restartWal() {
+      wantsWalRestart = false;
+      if (!running) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        restarted = resolve;
+        worker.ref();
+        worker.postMessage({ type: 'restart' });
       });
     },
     stop() {

@@ -19,7 +19,9 @@ import type { WalSync } from './wal-sync.ts';
 // outcome) can be committed by the db thread, off the event loop. Commits
 // never overlap: while the thread commits a batch, later writes wait for its
 // answer, so this process never waits on its own write lock and writes commit
-// in the order they were queued.
+// in the order they were queued. When the thread asks (a long WAL nearly all
+// copied), the queue commits nothing while the thread copies the rest, so the
+// next commit starts the WAL over (db-thread.ts, "WAL restarts").
 //
 // With a WalSync (the server's), the fsync leaves the event loop too: a batch
 // commits with synchronous=NORMAL and its writes settle once an fdatasync of
@@ -141,7 +143,7 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
   let scheduled = false;
   let timer: NodeJS.Timeout | null = null;
   let thread: DbThread | null = null;
-  /** A batch is being committed by the thread: nothing else commits until it answers. */
+  /** The thread is committing a batch or copying the WAL for a restart: nothing else commits until it answers. */
   let offThread = false;
   /** A flush came while a batch was off the loop (on the thread, or waiting for its fdatasync): its end flushes again. */
   let flushWaiting = false;
@@ -198,6 +200,16 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
       });
   }
 
+  /** Commits nothing while the thread copies the WAL's last frames; the queued writes commit after. */
+  function pauseForWalRestart(on: DbThread): void {
+    offThread = true;
+    flushWaiting = true;
+    void on.restartWal().then(() => {
+      offThread = false;
+      flushIfWaiting();
+    });
+  }
+
   /** Settles the committed batch once `sync` made it durable; settled in its callback, before any later batch commits. */
   function settleWhenDurable(jobs: Job[], outcomes: Outcome[], sync: WalSync): void {
     // Set before sync() is called: its callback may run at once (a descriptor that cannot be opened).
@@ -232,6 +244,7 @@ export function createWriteQueue(db: Db, maxBatch = 512): WriteQueue {
       flushWaiting = true;
       return;
     }
+    if (thread?.wantsWalRestart) return pauseForWalRestart(thread);
     const jobs = queue.splice(0, maxBatch);
     if (queue.length > 0) schedule();
     if (jobs.length === 0) return;

@@ -126,6 +126,38 @@ test('with the db thread, batches of statements alone commit there, and later wr
   assert.deepEqual(rows(), [1, 2, 3, 4, 5]);
 });
 
+test('while the thread copies the WAL for a restart, queued writes wait, then commit in order; the pause is asked for once', async (t) => {
+  const { db, queue, rows } = setup(t);
+  let release!: () => void;
+  let pauses = 0;
+  // The thread's side of the pause, held by the test: only wantsWalRestart and restartWal are used for it.
+  const thread = {
+    running: true,
+    wantsWalRestart: true,
+    commit: () => assert.fail('no batch of statements was sent'),
+    restartWal() {
+      pauses++;
+      this.wantsWalRestart = false;
+      return new Promise<void>((resolve) => (release = resolve));
+    },
+    stop: () => Promise.resolve(),
+  };
+  queue.useThread(thread);
+  const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+  const first = queue.run(() => insert.run(1));
+  await new Promise((r) => setImmediate(r));
+  const second = queue.run(() => insert.run(2));
+  await new Promise((r) => setTimeout(r, 20));
+  assert.deepEqual(rows(), [], 'nothing commits during the pause');
+  assert.equal(pauses, 1);
+  release();
+  await Promise.all([first, second]);
+  assert.deepEqual(rows(), [1, 2]);
+  await queue.run(() => insert.run(3));
+  assert.equal(pauses, 1, 'no pause once the thread stopped asking');
+  assert.deepEqual(rows(), [1, 2, 3]);
+});
+
 test('while another process holds the write lock, writes wait without blocking the event loop, then commit', async (t) => {
   const dir = tempDir(t);
   const db = new Database(join(dir, 'q.db'));
