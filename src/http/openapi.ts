@@ -41,6 +41,8 @@ const WRITE_503: ErrorCode[] = ['disk_full', 'database_unavailable'];
 const FAILED_503: ErrorCode = 'database_unavailable';
 /** Actions without parameters: no body, an empty one or `{}`; a field is refused by name. */
 const NO_PARAMS = { required: false, ...json({ type: 'object', additionalProperties: false, maxProperties: 0 }) };
+/** The page's files carry an ETag and are revalidated on every use (docs/CHECKOUT.md). */
+const NOT_MODIFIED = { description: 'not modified: If-None-Match names the current ETag; no body' };
 const idParam = (name: string, description: string) => ({ name, in: 'path', required: true, schema: { type: 'string' }, description });
 
 const invoiceProperties = {
@@ -335,6 +337,7 @@ export const OPENAPI_DOCUMENT = {
         parameters: [invoiceId],
         responses: {
           '200': { description: 'HTML' },
+          '304': NOT_MODIFIED,
           '308': { description: '/checkout/{id}/ redirects to ../{id} (the page\'s files are relative to it)' },
           '404': { description: 'unknown invoice: the same page (HTML), which says so' },
           ...errors(FAILED_503),
@@ -348,8 +351,8 @@ export const OPENAPI_DOCUMENT = {
       },
     },
     '/stores/{id}/xpubs': { get: { summary: 'How to add a store\'s xpub with the CLI (text/plain): the page 409 no_active_xpub links to when no dashboard_url is set', parameters: [idParam('id', 'store id (sto_…)')], responses: { '200': { description: 'text/plain' }, ...errors('not_found', FAILED_503) } } },
-    '/checkout/{id}/qr.svg': { get: { summary: 'QR code of the BIP21 payment URI', parameters: [invoiceId], responses: { '200': { description: 'SVG' }, ...errors('not_found', FAILED_503) } } },
-    '/checkout/assets/{name}': { get: { summary: 'Checkout page assets', parameters: [idParam('name', 'asset file name')], responses: { '200': { description: 'asset' }, ...errors('not_found', FAILED_503) } } },
+    '/checkout/{id}/qr.svg': { get: { summary: 'QR code of the BIP21 payment URI', parameters: [invoiceId], responses: { '200': { description: 'SVG' }, '304': NOT_MODIFIED, ...errors('not_found', FAILED_503) } } },
+    '/checkout/assets/{name}': { get: { summary: 'Checkout page assets', parameters: [idParam('name', 'asset file name')], responses: { '200': { description: 'asset' }, '304': NOT_MODIFIED, ...errors('not_found', FAILED_503) } } },
   }),
   // Any route: a request Node's parser refuses (framing, headers over 16 KiB, chunk extensions too large), one
   // without Host, or one not received in time never reaches a route (docs/DECISIONS.md, "Malformed requests").

@@ -72,6 +72,21 @@ describe('GET /checkout/:id and its files', () => {
     for (const header of invalid) assert.equal((await till.request('/checkout/assets/checkout.js', { headers: { 'if-none-match': header } })).status, 200, header);
   });
 
+  test('each route that answers 304 says so in the OpenAPI document', async (t) => {
+    const till = await startTestTill(t);
+    const inv = await createInvoice(till, setupStore(till));
+    const doc = (await call(till, 'GET', '/v1/openapi.json')).body as { paths: Record<string, { get: { responses: Record<string, unknown> } }> };
+    const routes: Array<[string, string]> = [
+      [`/checkout/${inv.id}`, '/checkout/{id}'],
+      [`/checkout/${inv.id}/qr.svg`, '/checkout/{id}/qr.svg'],
+      ['/checkout/assets/checkout.css', '/checkout/assets/{name}'],
+    ];
+    for (const [path, documented] of routes) {
+      assert.equal((await till.request(path, { headers: { 'if-none-match': '*' } })).status, 304, path);
+      assert.ok(doc.paths[documented]!.get.responses['304'], `304 is documented for ${documented}`);
+    }
+  });
+
   test('an unknown invoice gets the page (it says so itself) with status 404, also a mistyped link that is not even an id', async (t) => {
     const till = await startTestTill(t);
     for (const id of [MISSING_ID, 'inv_%zz', '%E0%A4%A']) {
