@@ -21,6 +21,7 @@ export interface WrkResult {
   requestsPerSec: number;
   requests: number;
   p50Ms: number;
+  p90Ms: number;
   p99Ms: number;
   /** Responses outside 2xx/3xx: a non-zero count means the figure measured errors too. */
   non2xx: number;
@@ -59,6 +60,7 @@ export function parseWrk(output: string): WrkResult {
     requestsPerSec: Number(rps[1]),
     requests: Number(total[1]),
     p50Ms: parseLatency(output, '50'),
+    p90Ms: parseLatency(output, '90'),
     p99Ms: parseLatency(output, '99'),
     non2xx: Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(output)?.[1] ?? 0),
     socketErrors: /Socket errors:.*$/m.exec(output)?.[0] ?? null,
