@@ -24,10 +24,9 @@ export function hashApiKey(key: string): Buffer {
   return Buffer.from(hashApiKeyHex(key), 'hex');
 }
 
-/** The environment a well-formed key claims, or null for a malformed one. */
-export function parseApiKey(key: string): { env: Env } | null {
-  const m = KEY_PATTERN.exec(key);
-  return m ? { env: m[1] as Env } : null;
+/** Whether the key has the shape of one Till mints (its environment is read from the stored key, not from this). */
+export function isWellFormedApiKey(key: string): boolean {
+  return KEY_PATTERN.test(key);
 }
 
 export function hashesEqual(a: Buffer, b: Buffer): boolean {

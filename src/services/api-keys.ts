@@ -1,6 +1,6 @@
 import { ApiError } from '../domain/errors.ts';
 import type { Env, Store } from '../domain/store.ts';
-import { generateApiKey, hashApiKey, hashApiKeyHex, hashesEqual, parseApiKey, readBearer } from '../auth/api-keys.ts';
+import { generateApiKey, hashApiKey, hashApiKeyHex, hashesEqual, isWellFormedApiKey, readBearer } from '../auth/api-keys.ts';
 import type { ApiKeyRecord } from '../db/api-keys.ts';
 import { inTransaction } from '../db/connection.ts';
 import { newId } from '../ids.ts';
@@ -71,7 +71,7 @@ export function forgetCallers(ctx: Context): void {
 export function authenticateApiKey(ctx: Context, authorization: string | null | undefined): Caller {
   const key = readBearer(authorization);
   if (!key) throw new ApiError('api_key_invalid', 'Authorization: Bearer <API key> is required');
-  if (!parseApiKey(key)) throw new ApiError('api_key_invalid', 'the API key is malformed');
+  if (!isWellFormedApiKey(key)) throw new ApiError('api_key_invalid', 'the API key is malformed');
   const hex = hashApiKeyHex(key);
   const cache = cachedCallers(ctx);
   let found = cache.get(hex);
