@@ -138,7 +138,8 @@ export interface DbThread {
   readonly wantsWalRestart: boolean;
   /**
    * Copies the WAL's last frames into the database; resolves when done (at
-   * once if the thread has stopped). Call it when this process has no commit
+   * once if the thread has stopped; asked again meanwhile, with the same
+   * pause). Call it when this process has no commit
    * under way and make none until it resolves: the next commit then starts
    * the WAL over instead of making it longer.
    */
@@ -186,15 +187,15 @@ export function startDbThread(db: Db, opts: DbThreadOptions): DbThread {
   let nextId = 1;
   let running = true;
   let wantsWalRestart = false;
-  /** Ends the pause of a WAL restart under way. */
-  let restarted: (() => void) | null = null;
+  /** The pause of a WAL restart under way: resolved when the thread has copied the WAL. */
+  let restart: PromiseWithResolvers<void> | null = null;
   /** Nothing is waiting for the thread: it may be left running as the process exits. */
   const unrefIfIdle = () => {
-    if (pending.size === 0 && !restarted) worker.unref();
+    if (pending.size === 0 && !restart) worker.unref();
   };
   const endRestart = () => {
-    restarted?.();
-    restarted = null;
+    restart?.resolve();
+    restart = null;
     unrefIfIdle();
   };
   const fail = (err: Error) => {
@@ -257,11 +258,12 @@ export function startDbThread(db: Db, opts: DbThreadOptions): DbThread {
     restartWal() {
       wantsWalRestart = false;
       if (!running) return Promise.resolve();
-      return new Promise<void>((resolve) => {
-        restarted = resolve;
+      if (!restart) {
+        restart = Promise.withResolvers<void>();
         worker.ref();
         worker.postMessage({ type: 'restart' });
-      });
+      }
+      return restart.promise;
     },
     stop() {
       stopped ??= new Promise<void>((resolve) => {

@@ -105,6 +105,7 @@ test('a restart pause ends when the thread has copied the WAL, and at once when 
   await thread.restartWal();
   assert.equal(rowsInFile(), ROWS, 'every frame was copied (the timer\'s first checkpoint is a minute off)');
   const asked = thread.restartWal();
+  assert.equal(thread.restartWal(), asked, 'asked again while under way: the same pause');
   await thread.stop();
   await asked;
   await thread.restartWal();
