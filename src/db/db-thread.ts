@@ -3,7 +3,7 @@ import { sqliteForThread } from '../embedded.ts';
 import type { Db } from './connection.ts';
 import { commitJobs, runStatementsOn, type Outcome, type Statement } from './write-queue.ts';
 
-// A worker thread with its own connection to the database, for two jobs the
+// A worker thread with its own connection to the database, for the work the
 // event loop should not do:
 // - WAL checkpoints. By default the connection that commits also checkpoints:
 //   every ~1,000 pages it copies the WAL back into the database file and
