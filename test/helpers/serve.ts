@@ -1,5 +1,6 @@
-import type { ChildProcessByStdio } from 'node:child_process';
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Readable } from 'node:stream';
+import { TILL } from './cli.ts';
 
 /** A running `till serve --demo` child process. */
 export interface Serving {
@@ -42,4 +43,16 @@ export function whenServing(child: ChildProcessByStdio<null, Readable, Readable>
     });
     child.once('exit', (code, signal) => reject(new Error(`serve exited ${code ?? signal}: ${out}${err}`)));
   });
+}
+
+/** Starts `till serve --demo` on port 0 (see whenServing); `maxDescriptors`: under that `ulimit -n`. */
+export function startServe(dataDir: string, { logLevel = 'silent', seeded = false, env = {} as Record<string, string>, maxDescriptors = 0 } = {}): Promise<Serving> {
+  const args = [TILL, '--data-dir', dataDir, '--port', '0', 'serve', '--demo'];
+  // `ulimit -n` then exec: the same process, with that many descriptors at most.
+  const [command, argv] = maxDescriptors ? ['bash', ['-c', `ulimit -n ${maxDescriptors} && exec "$0" "$@"`, process.execPath, ...args]] : [process.execPath, args];
+  const child = spawn(command, argv, {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', TILL_LOG_LEVEL: logLevel, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return whenServing(child, { seeded });
 }

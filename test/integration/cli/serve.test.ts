@@ -8,21 +8,9 @@ import Database from 'better-sqlite3';
 import { databasePath } from '../../../src/db/connection.ts';
 import { LEASE_RENEW_MS, LEASE_TTL_MS } from '../../../src/services/server-lease.ts';
 import { runTill, TILL } from '../../helpers/cli.ts';
-import { whenServing, type Serving } from '../../helpers/serve.ts';
+import { startServe, whenServing } from '../../helpers/serve.ts';
 import { tempDir } from '../../helpers/temp.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
-
-/** Starts `till serve --demo` on port 0 (see whenServing). */
-function startServe(dataDir: string, { logLevel = 'silent', seeded = false, env = {} as Record<string, string>, maxDescriptors = 0 } = {}): Promise<Serving> {
-  const args = [TILL, '--data-dir', dataDir, '--port', '0', 'serve', '--demo'];
-  // `ulimit -n` then exec: the same process, with that many descriptors at most.
-  const [command, argv] = maxDescriptors ? ['bash', ['-c', `ulimit -n ${maxDescriptors} && exec "$0" "$@"`, process.execPath, ...args]] : [process.execPath, args];
-  const child = spawn(command, argv, {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', TILL_LOG_LEVEL: logLevel, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  return whenServing(child, { seeded });
-}
 
 test('npm start path: serve --demo on a fresh data dir creates a demo store and takes an invoice', async (t) => {
   const dataDir = tempDir(t);
