@@ -60,6 +60,7 @@ export class SseBody implements StreamSink {
     out.once('close', this.abort);
     for (const chunk of this.#early) out.write(chunk);
     this.#early = [];
+    flattenResponseHead(out);
     if (this.#ended) out.end();
     return out;
   }
@@ -110,6 +111,19 @@ export class SseBody implements StreamSink {
     this.#ended = true;
     this.onGone();
   }
+}
+
+/**
+ * Node keeps a response's head, once sent, as `_header`: a string built by
+ * `+` from every header's pieces, held by V8 as a tree of ~34 small strings
+ * (~1 KiB) for as long as the response lives. A stream lives for hours, so
+ * the tree is flattened into one string (reading a character does it in
+ * place): ~6 MiB less with 10,000 streams open (docs/PERFORMANCE.md). Nothing
+ * else changes; on a Node without the field this does nothing.
+ */
+function flattenResponseHead(out: Writable): void {
+  const head = (out as { _header?: unknown })._header;
+  if (typeof head === 'string') head.charCodeAt(0);
 }
 
 /** The Last-Event-ID a reconnecting EventSource sends: our event ids are invoice versions. */
