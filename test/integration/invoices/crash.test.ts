@@ -10,82 +10,48 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import { databasePath } from '../../../src/db/connection.ts';
-import { runTill } from '../../helpers/cli.ts';
-import { startServe, type Serving } from '../../helpers/serve.ts';
+import { mintTestKeys, postCreation, startCreationLoad, type Creation } from '../../helpers/creation-load.ts';
+import { startServe } from '../../helpers/serve.ts';
 import { tempDir } from '../../helpers/temp.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
 
-const KEYS = 5;
-const IN_FLIGHT_PER_KEY = 4;
-/** The crash comes once this many creations were answered: well under 100 a minute per key. */
+/** The crash comes once this many creations were answered: well under 100 a minute on each of 5 keys. */
 const ANSWERED_BEFORE_CRASH = 120;
-
-interface Sent {
-  key: string;
-  idempotencyKey: string;
-  body: string;
-}
-
-function create(till: Serving, s: Sent): Promise<Response> {
-  return fetch(`${till.url}/v1/invoices`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${s.key}`, 'content-type': 'application/json', 'idempotency-key': s.idempotencyKey },
-    body: s.body,
-  });
-}
 
 test('killed under creation load, a restarted till has every answered invoice, one per Idempotency-Key, none half written', async (t) => {
   const dataDir = tempDir(t);
   const first = await startServe(dataDir);
   t.after(() => first.crash());
   const storeId = /Demo store (sto_\w+)/.exec(first.output())![1]!;
-  const minted = await Promise.all(
-    Array.from({ length: KEYS - 1 }, () => runTill(['--json', 'keys', 'mint', '--store', storeId, '--env', 'test'], { dataDir })),
-  );
-  const keys = [first.key, ...minted.map((r) => JSON.parse(r.stdout).key as string)];
+  const keys = [first.key, ...(await mintTestKeys(dataDir, storeId, 4))];
 
-  const sent: Sent[] = [];
-  const answered = new Map<Sent, { status: number; text: string }>();
-  let crashed: Promise<void> | null = null;
-  async function sendUntilCrash(key: string): Promise<void> {
-    while (!crashed) {
-      const s: Sent = { key, idempotencyKey: `order-${sent.length}`, body: JSON.stringify({ amount_sats: 1000 + sent.length, metadata: { order: String(sent.length) } }) };
-      sent.push(s);
-      let res: Response;
-      try {
-        res = await create(first, s);
-        answered.set(s, { status: res.status, text: await res.text() });
-      } catch {
-        return; // no answer: the crash came while this request was in flight
-      }
-      if (answered.size >= ANSWERED_BEFORE_CRASH) crashed ??= first.crash();
-    }
-  }
-  await Promise.all(keys.flatMap((key) => Array.from({ length: IN_FLIGHT_PER_KEY }, () => sendUntilCrash(key))));
-  await crashed;
-  assert.equal(await first.exited, 'SIGKILL');
+  const load = startCreationLoad(first.url, keys);
+  await waitFor(() => load.answered.size >= ANSWERED_BEFORE_CRASH || null, `${ANSWERED_BEFORE_CRASH} creations answered`);
+  await first.crash();
+  await load.stop();
+  const { sent, answered } = load;
   const unanswered = sent.filter((s) => !answered.has(s));
-  assert.ok(answered.size >= ANSWERED_BEFORE_CRASH, `${answered.size} answered`);
   assert.ok(unanswered.length > 0, 'some requests were in flight when it died');
   for (const a of answered.values()) assert.equal(a.status, 201, a.text);
 
   const second = await startServe(dataDir, { seeded: true });
   t.after(() => second.stop());
   for (const [s, a] of answered) {
-    const replay = await create(second, s);
+    const replay = await postCreation(second.url, s);
     assert.equal(replay.status, 201);
     assert.equal(await replay.text(), a.text, `${s.idempotencyKey}: the first answer, byte for byte`);
     assert.equal(replay.headers.get('idempotent-replayed'), 'true');
   }
-  const idOf = new Map<Sent, string>([...answered].map(([s, a]) => [s, JSON.parse(a.text).id]));
+  const idOf = new Map<Creation, string>([...answered].map(([s, a]) => [s, JSON.parse(a.text).id]));
   for (const s of unanswered) {
-    const res = await create(second, s);
+    const res = await postCreation(second.url, s);
     assert.equal(res.status, 201, `${s.idempotencyKey} sent again`);
     const inv = await res.json();
     assert.equal(inv.amount_sats, JSON.parse(s.body).amount_sats);
     idOf.set(s, inv.id);
   }
   // Sent again, each unanswered request still names one invoice: a second replay is the first.
-  for (const s of unanswered) assert.equal((await (await create(second, s)).json()).id, idOf.get(s));
+  for (const s of unanswered) assert.equal((await (await postCreation(second.url, s)).json()).id, idOf.get(s));
 
   const listed: Array<{ id: string; address: string }> = [];
   for (let after = ''; ; ) {
