@@ -1,7 +1,10 @@
 // A merchant's server creating invoices on a spawned `till serve` as fast as
 // it is answered: a few requests in flight per API key, each with its own
 // Idempotency-Key and body, every answer kept as it arrived.
+import type { TestContext } from 'node:test';
 import { tillJson } from './cli.ts';
+import { startServe, type Serving } from './serve.ts';
+import { tempDir } from './temp.ts';
 
 export interface Creation {
   key: string;
@@ -65,8 +68,12 @@ export function startCreationLoad(url: string, keys: string[], { inFlightPerKey 
   };
 }
 
-/** `n` more test-mode API keys for the store, minted by the CLI. */
-export async function mintTestKeys(dataDir: string, storeId: string, n: number): Promise<string[]> {
-  const minted = await Promise.all(Array.from({ length: n }, () => tillJson<{ key: string }>(['keys', 'mint', '--store', storeId, '--env', 'test'], { dataDir })));
-  return minted.map((m) => m.key);
+/** `till serve --demo` on a fresh data dir (stopped after the test), with `keyCount` API keys of its demo store: the demo's and more minted by the CLI. */
+export async function serveWithKeys(t: TestContext, keyCount: number): Promise<{ dataDir: string; till: Serving; keys: string[] }> {
+  const dataDir = tempDir(t);
+  const till = await startServe(dataDir);
+  t.after(() => till.stop());
+  const storeId = /Demo store (sto_\w+)/.exec(till.output())![1]!;
+  const minted = await Promise.all(Array.from({ length: keyCount - 1 }, () => tillJson<{ key: string }>(['keys', 'mint', '--store', storeId, '--env', 'test'], { dataDir })));
+  return { dataDir, till, keys: [till.key, ...minted.map((m) => m.key)] };
 }

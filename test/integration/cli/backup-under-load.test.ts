@@ -9,17 +9,13 @@ import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import { databasePath } from '../../../src/db/connection.ts';
 import { tillJson } from '../../helpers/cli.ts';
-import { mintTestKeys, postCreation, startCreationLoad } from '../../helpers/creation-load.ts';
+import { postCreation, serveWithKeys, startCreationLoad } from '../../helpers/creation-load.ts';
 import { startServe } from '../../helpers/serve.ts';
 import { tempDir } from '../../helpers/temp.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
 
 test('a backup taken under creation load restores to a whole database with every invoice answered before it began', async (t) => {
-  const dataDir = tempDir(t);
-  const till = await startServe(dataDir);
-  t.after(() => till.stop());
-  const storeId = /Demo store (sto_\w+)/.exec(till.output())![1]!;
-  const keys = [till.key, ...(await mintTestKeys(dataDir, storeId, 4))];
+  const { dataDir, till, keys } = await serveWithKeys(t, 5);
 
   const load = startCreationLoad(till.url, keys, { inFlightPerKey: 2, pauseMs: 10 });
   t.after(() => load.stop());

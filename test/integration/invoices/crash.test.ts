@@ -10,20 +10,15 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import { databasePath } from '../../../src/db/connection.ts';
-import { mintTestKeys, postCreation, startCreationLoad, type Creation } from '../../helpers/creation-load.ts';
+import { postCreation, serveWithKeys, startCreationLoad, type Creation } from '../../helpers/creation-load.ts';
 import { startServe } from '../../helpers/serve.ts';
-import { tempDir } from '../../helpers/temp.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
 
 /** The crash comes once this many creations were answered: well under 100 a minute on each of 5 keys. */
 const ANSWERED_BEFORE_CRASH = 120;
 
 test('killed under creation load, a restarted till has every answered invoice, one per Idempotency-Key, none half written', async (t) => {
-  const dataDir = tempDir(t);
-  const first = await startServe(dataDir);
-  t.after(() => first.crash());
-  const storeId = /Demo store (sto_\w+)/.exec(first.output())![1]!;
-  const keys = [first.key, ...(await mintTestKeys(dataDir, storeId, 4))];
+  const { dataDir, till: first, keys } = await serveWithKeys(t, 5);
 
   const load = startCreationLoad(first.url, keys);
   await waitFor(() => load.answered.size >= ANSWERED_BEFORE_CRASH || null, `${ANSWERED_BEFORE_CRASH} creations answered`);
