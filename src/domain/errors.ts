@@ -21,6 +21,7 @@ export const ERROR_STATUS = {
   idempotency_conflict: 409,
   invoice_not_cancellable: 409,
   invoice_already_paid: 409,
+  invoice_not_paid: 409,
   invoice_expired: 410,
   gone: 410,
   payload_too_large: 413,

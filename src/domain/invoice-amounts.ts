@@ -33,6 +33,15 @@ export function isImmatureCoinbase(payment: Payment): boolean {
   return payment.coinbase && payment.status === 'confirmed' && payment.confirmations < COINBASE_MATURITY;
 }
 
+/**
+ * A payment that holds a paid invoice paid: it counts and, unless none are
+ * required, is in a block (a coinbase: a mature one). Its depth does not
+ * matter: a shallow reorg that leaves it in a block takes nothing back.
+ */
+export function holdsPaid(payment: Payment, confirmationsRequired: number): boolean {
+  return isCounting(payment) && (confirmationsRequired === 0 || (payment.status === 'confirmed' && !isImmatureCoinbase(payment)));
+}
+
 export function sumSats(payments: readonly Payment[], include: (payment: Payment) => boolean): number {
   let total = 0;
   for (const payment of payments) if (include(payment)) total += payment.amountSats;

@@ -1,6 +1,6 @@
 import { ApiError } from './errors.ts';
 import type { Invoice, Payment } from './invoice.ts';
-import { amountReceived, confirmationsNeeded, isCounting, sumSats } from './invoice-amounts.ts';
+import { amountReceived, confirmationsNeeded, holdsPaid, isCounting, sumSats } from './invoice-amounts.ts';
 import { isFullyExpired, transition, type Transition } from './invoice-state.ts';
 import { syntheticTxid } from './synthetic-payment.ts';
 
@@ -13,6 +13,8 @@ import { syntheticTxid } from './synthetic-payment.ts';
 //   paid             confirm + top up -> paid     409 already_paid  409 not_cancel.  410 expired         410 expired
 //   expired          expiry moved to now          409 already_paid  409 not_cancel.  410 expired         410 expired
 //   late_paid        expire, then late payment    409 already_paid  409 not_cancel.  late payment        410 expired
+//   payment_reversed 409 not_paid                 its payments replaced (payment_reversed)  409 not_paid (every other status)
+//   payment_restored 409 not_paid                 what no longer holds it confirmed again (payment_restored)  409 not_paid
 //
 // - A cancelled invoice is final: the spec's 409 for "already paid, late_paid,
 //   cancelled or expired" is invoice_not_cancellable; no other code says it.
@@ -28,8 +30,14 @@ import { syntheticTxid } from './synthetic-payment.ts';
 //   the future, so expires_at, expired_at and the late window stay truthful.
 // - Confirmed synthetic payments have the invoice's required confirmations (at
 //   least 1) and no block height.
+// - payment_reversed and payment_restored exist so a merchant can try the
+//   handling of the two events a paid invoice can still send (a double spend,
+//   a reorg) before the chain does it to them. A paid invoice stays paid
+//   (DESIGN.md lifecycle); reversed, its payments are `replaced` and it is
+//   held by nothing (409 invoice_not_paid for a second reversal); restored,
+//   they are confirmed again (409 invoice_already_paid while they hold it).
 
-export const SIMULATED_EVENTS = ['payment_detected', 'paid', 'late_paid', 'expired'] as const;
+export const SIMULATED_EVENTS = ['payment_detected', 'paid', 'late_paid', 'expired', 'payment_reversed', 'payment_restored'] as const;
 export type SimulatedEvent = (typeof SIMULATED_EVENTS)[number];
 
 /** `amountSats`: what a simulated payment_detected pays (an underpayment, an overpayment), instead of what is missing. */
@@ -46,6 +54,10 @@ export function simulate(invoice: Invoice, event: SimulatedEvent, now: number, o
       return expireNow(invoice, now);
     case 'late_paid':
       return payLate(invoice, now);
+    case 'payment_reversed':
+      return reversePayments(invoice, now);
+    case 'payment_restored':
+      return restorePayments(invoice, now);
   }
 }
 
@@ -82,6 +94,39 @@ function payLate(invoice: Invoice, now: number): Transition {
   const at = Math.max(now, expired.expiresAt);
   const paid = transition(expired, { kind: 'payments', payments: confirmAndTopUp(expired, at) }, at);
   return { invoice: paid.invoice, events: [...expiry.events, ...paid.events] };
+}
+
+/** A paid invoice held by its payments: each of those is double-spent away (replaced), as a double spend would leave it. */
+function reversePayments(invoice: Invoice, now: number): Transition {
+  if (!isPaid(invoice)) throw notPaid(invoice, 'payment_reversed');
+  if (!isHeld(invoice)) {
+    throw new ApiError('invoice_not_paid', `Invoice ${invoice.id} is ${invoice.status} but its payments no longer hold it: they were reversed already (simulate payment_restored brings them back).`);
+  }
+  const payments = invoice.payments.map((p): Payment => (isCounting(p) ? { ...p, status: 'replaced', confirmations: 0, blockHeight: null } : p));
+  return transition(invoice, { kind: 'payments', payments }, now);
+}
+
+/** A paid invoice its payments no longer hold: those replaced or back in the mempool are mined (again), with what is missing. */
+function restorePayments(invoice: Invoice, now: number): Transition {
+  if (!isPaid(invoice)) throw notPaid(invoice, 'payment_restored');
+  if (isHeld(invoice)) {
+    throw new ApiError('invoice_already_paid', `Invoice ${invoice.id} is ${invoice.status} and its payments hold it: nothing to restore (simulate payment_reversed first).`);
+  }
+  const unreplaced = invoice.payments.map((p): Payment => (p.status === 'replaced' ? { ...p, status: 'mempool' } : p));
+  return transition(invoice, { kind: 'payments', payments: confirmAndTopUp({ ...invoice, payments: unreplaced }, now) }, now);
+}
+
+function isPaid(invoice: Invoice): boolean {
+  return invoice.status === 'paid' || invoice.status === 'late_paid';
+}
+
+/** Whether its payments hold it paid: payment_reversed and payment_restored change exactly that (invoice-state.ts). */
+function isHeld(invoice: Invoice): boolean {
+  return sumSats(invoice.payments, (p) => holdsPaid(p, invoice.confirmationsRequired)) >= invoice.amountSats;
+}
+
+function notPaid(invoice: Invoice, event: SimulatedEvent): ApiError {
+  return new ApiError('invoice_not_paid', `Invoice ${invoice.id} is ${invoice.status}; simulate ${event} needs a paid invoice.`);
 }
 
 /** Confirms every counting payment and adds a confirmed one for what is missing. */

@@ -281,7 +281,7 @@ export const OPENAPI_DOCUMENT = {
         },
         responses: {
           '200': { description: 'the invoice after the event', ...json(ref('Invoice')) },
-          ...errors(...AUTH, ...BODY, 'invalid_amount', 'test_mode_only', 'invoice_already_paid', 'invoice_not_cancellable', 'invoice_expired', ...WRITE_503),
+          ...errors(...AUTH, ...BODY, 'invalid_amount', 'test_mode_only', 'invoice_already_paid', 'invoice_not_paid', 'invoice_not_cancellable', 'invoice_expired', ...WRITE_503),
         },
       },
     },

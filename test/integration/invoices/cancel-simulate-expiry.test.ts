@@ -114,7 +114,7 @@ for (const transport of TRANSPORTS) {
       key = setupStore(till()).key;
     });
 
-    async function invoiceIn(state: 'pending' | 'paid' | 'late_paid' | 'cancelled' | 'expired' | 'covered' | 'fully_expired' | 'overdue'): Promise<string> {
+    async function invoiceIn(state: 'pending' | 'paid' | 'late_paid' | 'cancelled' | 'expired' | 'covered' | 'fully_expired' | 'overdue' | 'reversed'): Promise<string> {
       const inv = assertInvoice(await postInvoice(till(), key, { amount_sats: 5000, expires_in_minutes: 5 }));
       const id = inv.id as string;
       const step = async (event: string) => assertInvoice(await simulate(till(), key, id, event), 200);
@@ -131,6 +131,10 @@ for (const transport of TRANSPORTS) {
           break;
         case 'covered': // paid on time, waiting for its confirmation
           await step('payment_detected');
+          break;
+        case 'reversed': // paid, then its payment double-spent away
+          await step('paid');
+          await step('payment_reversed');
           break;
         case 'fully_expired':
           await step('expired');
@@ -169,6 +173,16 @@ for (const transport of TRANSPORTS) {
       { from: 'fully_expired', event: 'paid', http: 410, code: 'invoice_expired' },
       { from: 'fully_expired', event: 'late_paid', http: 410, code: 'invoice_expired' },
       { from: 'overdue', event: 'paid', http: 410, code: 'invoice_expired' },
+      { from: 'paid', event: 'payment_reversed', status: 'paid', events: ['invoice.payment_reversed'] },
+      { from: 'late_paid', event: 'payment_reversed', status: 'late_paid', events: ['invoice.payment_reversed'] },
+      { from: 'paid', event: 'payment_restored', http: 409, code: 'invoice_already_paid' },
+      { from: 'reversed', event: 'payment_restored', status: 'paid', events: ['invoice.payment_restored'] },
+      { from: 'reversed', event: 'payment_reversed', http: 409, code: 'invoice_not_paid' },
+      { from: 'reversed', event: 'paid', http: 409, code: 'invoice_already_paid' },
+      { from: 'pending', event: 'payment_reversed', http: 409, code: 'invoice_not_paid' },
+      { from: 'covered', event: 'payment_restored', http: 409, code: 'invoice_not_paid' },
+      { from: 'cancelled', event: 'payment_reversed', http: 409, code: 'invoice_not_paid' },
+      { from: 'expired', event: 'payment_restored', http: 409, code: 'invoice_not_paid' },
     ];
     for (const c of cases) {
       const outcome = c.code ? `${c.http} ${c.code}` : `${c.status} + ${c.events!.join(', ')}`;
@@ -185,6 +199,14 @@ for (const transport of TRANSPORTS) {
         assert.deepEqual(eventTypes(till(), id), [...before, ...c.events!]);
         assert.deepEqual(lastEventInvoice(till(), id), inv);
         if (c.event === 'payment_detected') assert.equal(inv.payments.at(-1).status, 'mempool');
+        // Reversed, a paid invoice is held by nothing (still paid, since when it was); restored, by what it had.
+        if (c.event === 'payment_reversed') assert.deepEqual([inv.amount_received_sats, inv.payments.map((p: any) => p.status)], [0, ['replaced']]);
+        if (c.event === 'payment_restored') assert.deepEqual([inv.amount_confirmed_sats, inv.payments.map((p: any) => p.status)], [5000, ['confirmed']]);
+        // Its webhook names the payment, as the chain's does (docs/WEBHOOKS.md: data.payment).
+        if (c.event === 'payment_reversed' || c.event === 'payment_restored') {
+          const body = JSON.parse(till().rt.ctx.repos.events.listForInvoice(id).at(-1)!.body);
+          assert.deepEqual(body.data.payment, inv.payments[0]);
+        }
         if (c.events!.includes(`invoice.${c.status}`) && (c.status === 'paid' || c.status === 'late_paid')) {
           assert.ok(inv.amount_confirmed_sats >= inv.amount_sats);
           assert.equal(inv.paid_at, new Date(till().clock.now()).toISOString());
@@ -224,7 +246,7 @@ for (const transport of TRANSPORTS) {
 
     const badBodies: Array<{ name: string; body?: unknown; raw?: string; type?: string; http: number; code: string; param?: string; says?: RegExp }> = [
       { name: 'empty object', body: {}, http: 400, code: 'validation_error', param: 'event' },
-      { name: 'unknown event', body: { event: 'refunded' }, http: 400, code: 'validation_error', param: 'event', says: /must be one of payment_detected, paid, late_paid, expired$/ },
+      { name: 'unknown event', body: { event: 'refunded' }, http: 400, code: 'validation_error', param: 'event', says: /must be one of payment_detected, paid, late_paid, expired, payment_reversed, payment_restored$/ },
       { name: 'event with the invoice. prefix', body: { event: 'invoice.paid' }, http: 400, code: 'validation_error', param: 'event' },
       { name: 'event not a string', body: { event: 1 }, http: 400, code: 'validation_error', param: 'event' },
       { name: 'unknown field', body: { event: 'paid', reason: 'test' }, http: 400, code: 'validation_error', param: 'reason', says: /^unknown field "reason"$/ },

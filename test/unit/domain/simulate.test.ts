@@ -57,6 +57,9 @@ interface Row {
 const already = { error: 'invoice_already_paid', httpStatus: 409 } as const;
 const gone = { error: 'invoice_expired', httpStatus: 410 } as const;
 const final = { error: 'invoice_not_cancellable', httpStatus: 409 } as const;
+const notPaid = { error: 'invoice_not_paid', httpStatus: 409 } as const;
+/** PAID after a double spend took its payment: still paid, held by nothing. */
+const REVERSED = makeInvoice({ status: 'paid', paidAt: T0 + 10 * MINUTE, payments: [replaced('a', AMOUNT, T0 + MINUTE)] });
 
 // Every simulate event on every status the invoice can be in.
 const rows: Row[] = [
@@ -69,6 +72,8 @@ const rows: Row[] = [
       paid: { status: 'paid', events: ['payment_detected:sim0', 'paid'], payments: ['sim0:100000:confirmed:1'] },
       expired: { status: 'expired', events: ['expired'], payments: [] },
       late_paid: { status: 'late_paid', events: ['expired', 'payment_detected:sim0', 'late_paid'], payments: ['sim0:100000:confirmed:1'] },
+      payment_reversed: notPaid,
+      payment_restored: notPaid,
     },
   },
   {
@@ -80,6 +85,8 @@ const rows: Row[] = [
       paid: { status: 'paid', events: ['payment_detected:sim1', 'paid'], payments: ['a:30000:confirmed:1', 'sim1:70000:confirmed:1'] },
       expired: { status: 'expired', events: ['expired'], payments: ['a:30000:mempool:0'] },
       late_paid: { status: 'late_paid', events: ['expired', 'payment_detected:sim1', 'late_paid'], payments: ['a:30000:confirmed:1', 'sim1:70000:confirmed:1'] },
+      payment_reversed: notPaid,
+      payment_restored: notPaid,
     },
   },
   {
@@ -91,6 +98,8 @@ const rows: Row[] = [
       paid: gone,
       expired: { status: 'expired', events: ['expired'], payments: [] },
       late_paid: { status: 'late_paid', events: ['expired', 'payment_detected:sim0', 'late_paid'], payments: ['sim0:100000:confirmed:1'] },
+      payment_reversed: notPaid,
+      payment_restored: notPaid,
     },
   },
   {
@@ -102,6 +111,8 @@ const rows: Row[] = [
       paid: { status: 'paid', events: ['paid'], payments: ['a:100000:confirmed:1'] },
       expired: already,
       late_paid: already,
+      payment_reversed: notPaid,
+      payment_restored: notPaid,
     },
   },
   {
@@ -113,6 +124,8 @@ const rows: Row[] = [
       paid: already,
       expired: already,
       late_paid: already,
+      payment_reversed: { status: 'paid', events: ['payment_reversed:a'], payments: ['a:100000:replaced:0'] },
+      payment_restored: already,
     },
   },
   {
@@ -124,6 +137,21 @@ const rows: Row[] = [
       paid: already,
       expired: already,
       late_paid: already,
+      payment_reversed: { status: 'late_paid', events: ['payment_reversed:a'], payments: ['a:100000:replaced:0'] },
+      payment_restored: already,
+    },
+  },
+  {
+    name: 'paid, its payment double-spent away',
+    invoice: REVERSED,
+    now: EXPIRES + DAY,
+    outcomes: {
+      payment_detected: { status: 'paid', events: ['payment_detected:sim1'], payments: ['a:100000:replaced:0', 'sim1:100000:mempool:0'] },
+      paid: already,
+      expired: already,
+      late_paid: already,
+      payment_reversed: notPaid,
+      payment_restored: { status: 'paid', events: ['payment_restored:a'], payments: ['a:100000:confirmed:1'] },
     },
   },
   {
@@ -135,6 +163,8 @@ const rows: Row[] = [
       paid: final,
       expired: final,
       late_paid: final,
+      payment_reversed: notPaid,
+      payment_restored: notPaid,
     },
   },
   {
@@ -146,6 +176,8 @@ const rows: Row[] = [
       paid: gone,
       expired: gone,
       late_paid: { status: 'late_paid', events: ['payment_detected:sim0', 'late_paid'], payments: ['sim0:100000:confirmed:1'] },
+      payment_reversed: notPaid,
+      payment_restored: notPaid,
     },
   },
   {
@@ -157,6 +189,8 @@ const rows: Row[] = [
       paid: gone,
       expired: gone,
       late_paid: { status: 'late_paid', events: ['payment_detected:sim1', 'late_paid'], payments: ['a:30000:confirmed:1', 'sim1:70000:confirmed:1'] },
+      payment_reversed: notPaid,
+      payment_restored: notPaid,
     },
   },
   {
@@ -169,6 +203,8 @@ const rows: Row[] = [
       paid: gone,
       expired: gone,
       late_paid: gone,
+      payment_reversed: notPaid,
+      payment_restored: notPaid,
     },
   },
 ];
@@ -285,6 +321,41 @@ describe('simulate: confirmations', () => {
   });
 });
 
+describe('simulate: payment_reversed and payment_restored', () => {
+  test('a paid invoice held by two payments: both are double-spent away, one event names the first; restored, both confirm again', () => {
+    const invoice = makeInvoice({ status: 'paid', paidAt: T0 + 10 * MINUTE, payments: [confirmed('a', 60_000, T0 + MINUTE), confirmed('b', 60_000, T0 + 2 * MINUTE, 3)] });
+    const reversed = simulate(invoice, 'payment_reversed', T0 + HOUR);
+    assert.deepEqual(describeEvents(reversed.events), ['payment_reversed:a']);
+    assert.deepEqual(describePayments(reversed), ['a:60000:replaced:0', 'b:60000:replaced:0']);
+    assert.equal(amountReceived(reversed.invoice), 0);
+    assert.equal(reversed.invoice.paidAt, invoice.paidAt, 'still paid, since when it was');
+    const restored = simulate(reversed.invoice, 'payment_restored', T0 + 2 * HOUR);
+    assert.deepEqual(describeEvents(restored.events), ['payment_restored:a']);
+    assert.deepEqual(describePayments(restored), ['a:60000:confirmed:1', 'b:60000:confirmed:1']);
+  });
+
+  test('with no confirmation required, an unconfirmed payment holds it: reversed, then restored (confirmed)', () => {
+    const invoice = makeInvoice({ status: 'paid', paidAt: T0 + MINUTE, confirmationsRequired: 0, payments: [mempool('a', AMOUNT, T0 + MINUTE)] });
+    const reversed = simulate(invoice, 'payment_reversed', T0 + HOUR);
+    assert.deepEqual([describeEvents(reversed.events), describePayments(reversed)], [['payment_reversed:a'], ['a:100000:replaced:0']]);
+    const restored = simulate(reversed.invoice, 'payment_restored', T0 + 2 * HOUR);
+    assert.deepEqual([describeEvents(restored.events), describePayments(restored)], [['payment_restored:a'], ['a:100000:confirmed:1']]);
+  });
+
+  test('a paid invoice whose payment went back to the mempool (a reorg) is restored by mining it again', () => {
+    const invoice = makeInvoice({ status: 'paid', paidAt: T0 + 10 * MINUTE, payments: [mempool('a', AMOUNT, T0 + MINUTE)] });
+    const restored = simulate(invoice, 'payment_restored', T0 + HOUR);
+    assert.deepEqual([describeEvents(restored.events), describePayments(restored)], [['payment_restored:a'], ['a:100000:confirmed:1']]);
+    assert.throws(() => simulate(invoice, 'payment_reversed', T0 + HOUR), { code: 'invoice_not_paid', message: /no longer hold it: they were reversed already/ });
+  });
+
+  test('refusals say what was asked and what to do', () => {
+    assert.throws(() => simulate(makeInvoice(), 'payment_reversed', T0 + MINUTE), { message: `Invoice ${PAID.id} is pending; simulate payment_reversed needs a paid invoice.` });
+    assert.throws(() => simulate(PAID, 'payment_restored', EXPIRES), { code: 'invoice_already_paid', message: /its payments hold it: nothing to restore \(simulate payment_reversed first\)/ });
+    assert.throws(() => simulate(REVERSED, 'payment_reversed', EXPIRES), { message: /simulate payment_restored brings them back/ });
+  });
+});
+
 describe('simulate: synthetic txids', () => {
   test('are 64 hex characters, deterministic, distinct per payment and per invoice', () => {
     const ids = [syntheticTxid('inv_a', 0), syntheticTxid('inv_a', 1), syntheticTxid('inv_b', 0)];
@@ -324,9 +395,11 @@ describe('simulate: refusals', () => {
 
   for (const event of SIMULATED_EVENTS) {
     test(`${event} never mutates its input`, () => {
-      const invoice = makeInvoice({ payments: [mempool('a', 30_000, T0 + MINUTE)] });
+      // An invoice each event changes: a partly paid pending one, or a paid one for the two a paid invoice takes.
+      const paid = { payment_reversed: PAID, payment_restored: REVERSED } as Partial<Record<SimulatedEvent, Invoice>>;
+      const invoice = structuredClone(paid[event] ?? makeInvoice({ payments: [mempool('a', 30_000, T0 + MINUTE)] }));
       const before = structuredClone(invoice);
-      simulate(deepFreeze(invoice), event, T0 + 5 * MINUTE);
+      assert.ok(simulate(deepFreeze(invoice), event, T0 + 5 * MINUTE).events.length > 0);
       assert.deepEqual(invoice, before);
     });
   }
