@@ -13,8 +13,8 @@ import { syntheticTxid } from './synthetic-payment.ts';
 //   paid             confirm + top up -> paid     409 already_paid  409 not_cancel.  410 expired         410 expired
 //   expired          expiry moved to now          409 already_paid  409 not_cancel.  410 expired         410 expired
 //   late_paid        expire, then late payment    409 already_paid  409 not_cancel.  late payment        410 expired
-//   payment_reversed 409 not_paid                 its payments replaced (payment_reversed)  409 not_paid (every other status)
-//   payment_restored 409 not_paid                 what no longer holds it confirmed again (payment_restored)  409 not_paid
+//   payment_reversed 409 not_paid                 reverse (below)   409 not_paid     409 not_paid        409 not_paid
+//   payment_restored 409 not_paid                 restore (below)   409 not_paid     409 not_paid        409 not_paid
 //
 // - A cancelled invoice is final: the spec's 409 for "already paid, late_paid,
 //   cancelled or expired" is invoice_not_cancellable; no other code says it.
