@@ -78,6 +78,31 @@ function confirmationProgress(inv) {
   return least === null ? `0 of ${inv.confirmations_required}` : `${least.have} of ${least.need}`;
 }
 
+/**
+ * What still holds a paid invoice paid (src/domain/invoice-amounts.ts,
+ * holdsPaid): payments that count and are in a block (a coinbase: a mature
+ * one), or any that count when the store requires no confirmation.
+ */
+function heldSats(inv) {
+  const holds = (p) => p.status !== 'replaced' && (inv.confirmations_required === 0 || (p.status === 'confirmed' && !(p.coinbase && p.confirmations < COINBASE_MATURITY)));
+  return inv.payments.filter(holds).reduce((sum, p) => sum + p.amount_sats, 0);
+}
+
+/**
+ * A paid invoice its payments no longer hold (the merchant was sent
+ * invoice.payment_reversed): back in the mempool after a reorg, waiting to be
+ * mined again, or replaced by another transaction. Null while they hold it.
+ */
+function describeReversal(inv, waiting) {
+  if (heldSats(inv) >= inv.amount_sats) return null;
+  const got = inv.amount_received_sats;
+  if (got >= inv.amount_sats) return { state: 'detected', title: 'Paid: confirming again', detail: `The block holding your payment was replaced. ${waiting}` };
+  const detail = got > 0
+    ? `Received ${btc(got)} of ${btc(inv.amount_sats)} BTC: the rest was replaced by another transaction. Contact the merchant.`
+    : 'Your payment was replaced by another transaction and no longer counts. Contact the merchant.';
+  return { state: 'underpaid', title: 'Payment reversed', detail };
+}
+
 /** A covering payment's surplus (a wallet's own amount, a code scanned twice): the buyer should know, and Till never refunds. */
 function surplus(inv) {
   const extra = inv.amount_received_sats - inv.amount_sats;
@@ -92,6 +117,10 @@ function describe(inv) {
   const waiting = `Waiting for confirmations: ${confirmationProgress(inv)}.`;
   const extra = surplus(inv);
   const refundExtra = `${extra}: the merchant handles any refund.`;
+  if (inv.status === 'paid' || inv.status === 'late_paid') {
+    const reversal = describeReversal(inv, waiting);
+    if (reversal) return reversal;
+  }
   switch (inv.status) {
     case 'paid':
       return { state: 'paid', title: 'Paid', detail: extra ? `Confirmed, thank you. ${refundExtra}` : 'Thank you. Your payment is confirmed.' };

@@ -151,6 +151,24 @@ describe('hosted checkout page in Chromium', { skip: skipReason ?? false }, () =
     assert.deepEqual(problems, []);
   });
 
+  test('a paid invoice whose payment was double-spent away says so, not "confirmed"; restored, it is paid again', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store, { amount_sats: 5000 });
+    await simulate(till, store, inv.id, 'paid');
+    await simulate(till, store, inv.id, 'payment_reversed');
+    const reversed = await openCheckout(t, till, inv.id);
+    await expectStatus(reversed.page, 'Payment reversed');
+    assert.equal(await reversed.page.locator('#status-detail').textContent(), 'Your payment was replaced by another transaction and no longer counts. Contact the merchant.');
+    assert.equal(await reversed.page.locator('main').getAttribute('data-state'), 'underpaid');
+    await screenshot(reversed.page, 'reversed');
+
+    await simulate(till, store, inv.id, 'payment_restored');
+    const restored = await openCheckout(t, till, inv.id);
+    await expectStatus(restored.page, 'Paid');
+    assert.deepEqual([...reversed.problems, ...restored.problems], []);
+  });
+
   test('cancelled and unknown invoices say so', async (t) => {
     const { till, store, inv, page } = await openLivePage(t);
     const cancel = await fetch(`${till.url}/v1/invoices/${inv.id}/cancel`, { method: 'POST', headers: { authorization: `Bearer ${store.key}` } });
