@@ -4,7 +4,7 @@ import { expireDueInvoices } from '../../src/services/invoices.ts';
 import { updateStore } from '../../src/services/stores.ts';
 import { failSyncDuring } from '../helpers/held-sync.ts';
 import { call, setupStore, startTestTill } from '../helpers/till-server.ts';
-import { createInvoice, receivePayment, simulate } from '../integration/checkout/checkout-helpers.ts';
+import { changePayments, createInvoice, receivePayment, simulate } from '../integration/checkout/checkout-helpers.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 import { expectLive, expectStatus, openCheckout, openLivePage, readQr, screenshot, skipReason } from './checkout-browser.ts';
 
@@ -166,7 +166,13 @@ describe('hosted checkout page in Chromium', { skip: skipReason ?? false }, () =
     await simulate(till, store, inv.id, 'payment_restored');
     const restored = await openCheckout(t, till, inv.id);
     await expectStatus(restored.page, 'Paid');
-    assert.deepEqual([...reversed.problems, ...restored.problems], []);
+
+    // A reorg takes its block away: the payment is back in the mempool, to be mined again.
+    await changePayments(till, inv.id, (payments) => payments.map((p) => ({ ...p, status: 'mempool', confirmations: 0, blockHeight: null })));
+    const reorged = await openCheckout(t, till, inv.id);
+    await expectStatus(reorged.page, 'Paid: confirming again');
+    assert.equal(await reorged.page.locator('#status-detail').textContent(), 'The block holding your payment was replaced. Waiting for confirmations: 0 of 1.');
+    assert.deepEqual([...reversed.problems, ...restored.problems, ...reorged.problems], []);
   });
 
   test('cancelled and unknown invoices say so', async (t) => {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
+import type { Payment } from '../../../src/domain/invoice.ts';
 import { transition } from '../../../src/domain/invoice-state.ts';
 import { saveTransition } from '../../../src/services/invoices.ts';
 import { call, type TestStore, type TestTill } from '../../helpers/till-server.ts';
@@ -53,15 +54,20 @@ export function within<T>(ms: number, what: string, promise: Promise<T>): Promis
  * mempool payment.
  */
 export async function receivePayment(till: TestTill, id: string, amountSats: number, txidByte = 'ab', opts: { coinbaseConfirmations?: number } = {}): Promise<void> {
+  const now = till.rt.ctx.clock.now();
+  const unconfirmed = { status: 'mempool' as const, confirmations: 0, blockHeight: null, coinbase: false };
+  // A miner's payment: in a block from the start.
+  const mined = opts.coinbaseConfirmations ? { status: 'confirmed' as const, confirmations: opts.coinbaseConfirmations, blockHeight: 200, coinbase: true } : unconfirmed;
+  await changePayments(till, id, (payments) => [...payments, { txid: txidByte.repeat(32), vout: 0, amountSats, ...mined, firstSeenAt: now }]);
+}
+
+/** Runs the invoice's payments, as `change` makes them, through the state machine as the chain watcher would, and publishes the result. */
+export async function changePayments(till: TestTill, id: string, change: (payments: Payment[]) => Payment[]): Promise<void> {
   const { ctx } = till.rt;
   const saved = await ctx.writes.run(() => {
     const before = ctx.repos.invoices.get(id);
     assert.ok(before, `invoice ${id}`);
-    const unconfirmed = { status: 'mempool' as const, confirmations: 0, blockHeight: null, coinbase: false };
-    // A miner's payment: in a block from the start.
-    const mined = opts.coinbaseConfirmations ? { status: 'confirmed' as const, confirmations: opts.coinbaseConfirmations, blockHeight: 200, coinbase: true } : unconfirmed;
-    const payment = { txid: txidByte.repeat(32), vout: 0, amountSats, ...mined, firstSeenAt: ctx.clock.now() };
-    const { invoice, events } = transition(before, { kind: 'payments', payments: [...before.payments, payment] }, ctx.clock.now());
+    const { invoice, events } = transition(before, { kind: 'payments', payments: change(before.payments) }, ctx.clock.now());
     return saveTransition(ctx, before, invoice, events);
   });
   ctx.feed.publish(saved);
