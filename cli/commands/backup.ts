@@ -8,6 +8,7 @@ import { CONFIG_FILES, ConfigError } from '../../src/config.ts';
 import { assertDatabaseExists, assertWritableFileSystem, databasePath, refuseStaleWal } from '../../src/db/connection.ts';
 import { createWebhookEndpointsRepo } from '../../src/db/webhook-endpoints.ts';
 import { makeDirs } from '../../src/make-dirs.ts';
+import { markBackupCopy } from '../../src/services/restored-backup.ts';
 import { dropServerLease } from '../../src/services/server-lease.ts';
 import { listUnreadableSecrets } from '../../src/services/webhooks.ts';
 import { configFrom } from '../context.ts';
@@ -133,6 +134,8 @@ export function backupCommand(): Command {
         try {
           // A backup is no running server: restored (beside the original, or after it), its lease would refuse a start.
           dropServerLease(copy);
+          // Restored, it hands out again the addresses of invoices made after it: the till it starts says so.
+          markBackupCopy(copy, now);
           if (copied.includes(SECRET_KEY_FILE)) keyProblem = secretKeyProblem(config.dataDir, copy);
         } finally {
           copy.close();

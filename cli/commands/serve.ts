@@ -4,8 +4,9 @@ import { createRequestLog } from '../../src/http/middleware/request-context.ts';
 import { listen } from '../../src/http/server.ts';
 import { createRuntime } from '../../src/runtime.ts';
 import { seedDemo, writeDemoSettings } from '../../src/services/demo.ts';
+import { keysToSkipAfterRestore } from '../../src/services/restored-backup.ts';
 import { configFrom } from '../context.ts';
-import { fail, TILL_COMMAND } from '../output.ts';
+import { fail, TILL_COMMAND, warn } from '../output.ts';
 
 /** How long requests under way at SIGTERM/SIGINT/SIGHUP may take to finish before their connections are cut. */
 const SHUTDOWN_GRACE_MS = 5_000;
@@ -48,6 +49,14 @@ export function serveCommand(): Command {
       if (!config.publicUrl) rt.ctx.baseUrl = server.url;
       rt.logger.info({ url: server.url, network: config.network, data_dir: config.dataDir }, 'till listening');
       process.stdout.write(`Till listening on ${server.url} (network ${config.network}, data in ${config.dataDir})\n`);
+      const restored = keysToSkipAfterRestore(rt.ctx);
+      if (restored) {
+        const skips = restored.xpubIds.map((id) => `${TILL_COMMAND} xpub skip ${id} <count>`).join(', ');
+        warn(
+          `this database is a backup taken at ${restored.takenAt}: the addresses of invoices made after that are handed out again, ` +
+            `and a payment still coming to one would count for a new invoice. Skip past them, with a count above the invoices made since: ${skips} (docs/CONFIG.md, "Backups")`,
+        );
+      }
       if (demo) {
         process.stdout.write(
           `\nDemo store ${demo.storeId} created (test mode). Its API key, shown once:\n\n  ${demo.apiKey}\n\n` +

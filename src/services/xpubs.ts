@@ -7,6 +7,7 @@ import type { Env } from '../domain/store.ts';
 import { newId } from '../ids.ts';
 import { deriveAddresses } from './address-pool.ts';
 import type { Context } from './context.ts';
+import { forgetKeyToSkip } from './restored-backup.ts';
 import { getOpenStore, getStore } from './stores.ts';
 
 export const GAP_LIMIT = { default: 20, min: 6, max: 100_000 } as const;
@@ -85,6 +86,7 @@ export function skipIndexes(ctx: Context, id: string, count: number): XpubRecord
     if (x.nextIndex + count > LAST_RECEIVE_INDEX + 1) throw invalidField('count', `xpub ${id} has only ${LAST_RECEIVE_INDEX + 1 - x.nextIndex} receive indexes left`);
     ctx.repos.xpubs.skipIndexes(id, count);
     ctx.repos.addressPool.deleteBelow(id, x.nextIndex + count);
+    forgetKeyToSkip(ctx, id);
     return ctx.repos.xpubs.get(id)!;
   });
 }

@@ -1,0 +1,48 @@
+// A backup restored hands out again the addresses of the invoices made after
+// it: `till serve` on it says so, naming each active key and the command that
+// skips past them, until each was skipped. The original never says it.
+import assert from 'node:assert/strict';
+import { copyFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { tillJson } from '../../helpers/cli.ts';
+import { startServe } from '../../helpers/serve.ts';
+import { tempDir } from '../../helpers/temp.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
+
+const WARNING = /^till: warning: this database is a backup taken at (\S+): the addresses of invoices made after that are handed out again/m;
+
+test('a restored backup warns at start, naming each active key to skip, until it was skipped; the original never does', async (t) => {
+  const dataDir = tempDir(t);
+  const original = await startServe(dataDir);
+  const storeId = /Demo store (sto_\w+)/.exec(original.output())![1]!;
+  await original.stop();
+  const [xpub] = await tillJson<Array<{ id: string; status: string }>>(['xpub', 'list', '--store', storeId], { dataDir });
+  assert.equal(xpub!.status, 'active');
+  const backup = await tillJson<{ path: string; files: string[] }>(['backup', '--out', tempDir(t)], { dataDir });
+
+  const again = await startServe(dataDir, { seeded: true });
+  await again.stop();
+  assert.doesNotMatch(again.errors(), /warning/, 'the original data dir is no backup');
+
+  const restored = tempDir(t);
+  for (const f of backup.files) copyFileSync(join(backup.path, f), join(restored, f));
+  const first = await startServe(restored, { seeded: true });
+  t.after(() => first.stop());
+  const warned = await waitFor(() => WARNING.exec(first.errors()), 'the warning');
+  assert.ok(Math.abs(Date.parse(warned[1]!) - Date.now()) < 60_000, 'it says when the backup was taken');
+  assert.match(first.errors(), new RegExp(`skip past them, with a count above the invoices made since: npm run till -- xpub skip ${xpub!.id} <count> \\(docs/CONFIG.md, "Backups"\\)`, 'i'));
+  await first.stop();
+
+  // Started again, it still says so: nothing was skipped.
+  const second = await startServe(restored, { seeded: true });
+  await waitFor(() => WARNING.test(second.errors()), 'the warning again');
+  await second.stop();
+
+  await tillJson(['xpub', 'skip', xpub!.id, '50'], { dataDir: restored });
+  const skipped = await startServe(restored, { seeded: true });
+  t.after(() => skipped.stop());
+  const res = await fetch(`${skipped.url}/healthz`);
+  assert.equal(res.status, 200);
+  assert.doesNotMatch(skipped.errors(), /warning/, 'skipped: nothing more to say');
+});
