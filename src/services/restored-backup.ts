@@ -31,7 +31,7 @@ function readMark(ctx: Context): BackupCopyMark | null {
   try {
     const mark = JSON.parse(raw) as Partial<BackupCopyMark>;
     // Written by `till backup` only; anything else (an edited row) says nothing sure.
-    if (typeof mark.takenAt !== 'string' || !Array.isArray(mark.xpubIds) || !mark.xpubIds.every((id) => typeof id === 'string')) return null;
+    if (typeof mark.takenAt !== 'string' || Number.isNaN(Date.parse(mark.takenAt)) || !Array.isArray(mark.xpubIds) || !mark.xpubIds.every((id) => typeof id === 'string')) return null;
     return { takenAt: mark.takenAt, xpubIds: mark.xpubIds };
   } catch {
     return null;
