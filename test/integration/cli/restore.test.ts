@@ -5,8 +5,11 @@ import assert from 'node:assert/strict';
 import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { keysToSkipAfterRestore, markBackupCopy } from '../../../src/services/restored-backup.ts';
+import { listXpubs, retireXpub, skipIndexes } from '../../../src/services/xpubs.ts';
 import { tillJson } from '../../helpers/cli.ts';
 import { startServe } from '../../helpers/serve.ts';
+import { setupStore, startTestTill } from '../../helpers/till-server.ts';
 import { tempDir } from '../../helpers/temp.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
 
@@ -45,4 +48,24 @@ test('a restored backup warns at start, naming each active key to skip, until it
   const res = await fetch(`${skipped.url}/healthz`);
   assert.equal(res.status, 200);
   assert.doesNotMatch(skipped.errors(), /warning/, 'skipped: nothing more to say');
+});
+
+test('the mark: each active key until skipped or retired, and a row that is not what till backup writes says nothing', async (t) => {
+  const till = await startTestTill(t);
+  const { ctx } = till.rt;
+  const [a, b] = [setupStore(till), setupStore(till)].map((s) => listXpubs(ctx, s.storeId)[0]!.id);
+  assert.equal(keysToSkipAfterRestore(ctx), null, 'no backup, no mark');
+  markBackupCopy(ctx.db, Date.parse('2026-11-28T03:00:00Z'));
+  assert.deepEqual(keysToSkipAfterRestore(ctx), { takenAt: '2026-11-28T03:00:00.000Z', xpubIds: [a, b].sort() });
+  skipIndexes(ctx, a!, 10);
+  assert.deepEqual(keysToSkipAfterRestore(ctx)?.xpubIds, [b]);
+  retireXpub(ctx, b!);
+  assert.equal(keysToSkipAfterRestore(ctx), null, 'a retired key hands out nothing');
+
+  ctx.repos.meta.set('backup_copy', JSON.stringify({ takenAt: '2026-11-28T03:00:00Z', xpubIds: [a] }));
+  assert.deepEqual(keysToSkipAfterRestore(ctx)?.xpubIds, [a], 'a skip before the mark was written does not count');
+  for (const edited of ['{', '[]', '{"takenAt":"yesterday","xpubIds":[]}', `{"takenAt":"2026-11-28T03:00:00Z","xpubIds":[1]}`, `{"takenAt":"2026-11-28T03:00:00Z"}`]) {
+    ctx.repos.meta.set('backup_copy', edited.replace('[]}', `["${a}"]}`));
+    assert.equal(keysToSkipAfterRestore(ctx), null, edited);
+  }
 });
