@@ -42,6 +42,11 @@ export function holdsPaid(payment: Payment, confirmationsRequired: number): bool
   return isCounting(payment) && (confirmationsRequired === 0 || (payment.status === 'confirmed' && !isImmatureCoinbase(payment)));
 }
 
+/** Whether `payments` hold a paid `invoice` paid: what holds it (holdsPaid) covers its amount. */
+export function coversPaid(payments: readonly Payment[], invoice: { amountSats: number; confirmationsRequired: number }): boolean {
+  return sumSats(payments, (p) => holdsPaid(p, invoice.confirmationsRequired)) >= invoice.amountSats;
+}
+
 export function sumSats(payments: readonly Payment[], include: (payment: Payment) => boolean): number {
   let total = 0;
   for (const payment of payments) if (include(payment)) total += payment.amountSats;

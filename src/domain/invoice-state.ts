@@ -1,7 +1,7 @@
 import { ApiError } from './errors.ts';
 import type { InvoiceEventType } from './event-types.ts';
 import { PAYMENT_STATUSES, type Invoice, type Payment } from './invoice.ts';
-import { holdsPaid, isConfirmed, isCounting, sumSats } from './invoice-amounts.ts';
+import { coversPaid, holdsPaid, isConfirmed, isCounting, sumSats } from './invoice-amounts.ts';
 import { isSimulatedPayment } from './synthetic-payment.ts';
 
 export { amountConfirmed, amountReceived } from './invoice-amounts.ts';
@@ -262,8 +262,7 @@ function cancel(invoice: Invoice, now: number): Transition {
 function findCoverageChange(before: Invoice, after: Invoice): DomainEvent | null {
   if (before.status !== 'paid' && before.status !== 'late_paid') return null;
   const held = (p: Payment) => holdsPaid(p, before.confirmationsRequired);
-  const covered = (payments: readonly Payment[]) => sumSats(payments, held) >= before.amountSats;
-  const [was, is] = [covered(before.payments), covered(after.payments)];
+  const [was, is] = [coversPaid(before.payments, before), coversPaid(after.payments, before)];
   if (was === is) return null;
   // The payment that went, or one that came back (held now, not before).
   const [from, to] = was ? [before.payments, after.payments] : [after.payments, before.payments];

@@ -1,6 +1,6 @@
 import { ApiError } from './errors.ts';
 import type { Invoice, Payment } from './invoice.ts';
-import { amountReceived, confirmationsNeeded, holdsPaid, isCounting, sumSats } from './invoice-amounts.ts';
+import { amountReceived, confirmationsNeeded, coversPaid, isCounting, sumSats } from './invoice-amounts.ts';
 import { isFullyExpired, transition, type Transition } from './invoice-state.ts';
 import { syntheticTxid } from './synthetic-payment.ts';
 
@@ -99,7 +99,7 @@ function payLate(invoice: Invoice, now: number): Transition {
 /** A paid invoice held by its payments: each of those is double-spent away (replaced), as a double spend would leave it. */
 function reversePayments(invoice: Invoice, now: number): Transition {
   if (!isPaid(invoice)) throw notPaid(invoice, 'payment_reversed');
-  if (!isHeld(invoice)) {
+  if (!coversPaid(invoice.payments, invoice)) {
     throw new ApiError('invoice_not_paid', `Invoice ${invoice.id} is ${invoice.status} but its payments no longer hold it: they were reversed already (simulate payment_restored brings them back).`);
   }
   const payments = invoice.payments.map((p): Payment => (isCounting(p) ? { ...p, status: 'replaced', confirmations: 0, blockHeight: null } : p));
@@ -109,7 +109,7 @@ function reversePayments(invoice: Invoice, now: number): Transition {
 /** A paid invoice its payments no longer hold: those replaced or back in the mempool are mined (again), with what is missing. */
 function restorePayments(invoice: Invoice, now: number): Transition {
   if (!isPaid(invoice)) throw notPaid(invoice, 'payment_restored');
-  if (isHeld(invoice)) {
+  if (coversPaid(invoice.payments, invoice)) {
     throw new ApiError('invoice_already_paid', `Invoice ${invoice.id} is ${invoice.status} and its payments hold it: nothing to restore (simulate payment_reversed first).`);
   }
   const unreplaced = invoice.payments.map((p): Payment => (p.status === 'replaced' ? { ...p, status: 'mempool' } : p));
@@ -118,11 +118,6 @@ function restorePayments(invoice: Invoice, now: number): Transition {
 
 function isPaid(invoice: Invoice): boolean {
   return invoice.status === 'paid' || invoice.status === 'late_paid';
-}
-
-/** Whether its payments hold it paid: payment_reversed and payment_restored change exactly that (invoice-state.ts). */
-function isHeld(invoice: Invoice): boolean {
-  return sumSats(invoice.payments, (p) => holdsPaid(p, invoice.confirmationsRequired)) >= invoice.amountSats;
 }
 
 function notPaid(invoice: Invoice, event: SimulatedEvent): ApiError {
