@@ -1,7 +1,9 @@
 // A merchant's server creating invoices on a spawned `till serve` as fast as
 // it is answered: a few requests in flight per API key, each with its own
 // Idempotency-Key and body, every answer kept as it arrived.
+import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
+import type { Database } from 'better-sqlite3';
 import { tillJson } from './cli.ts';
 import { startServe, type Serving } from './serve.ts';
 import { tempDir } from './temp.ts';
@@ -73,7 +75,16 @@ export async function serveWithKeys(t: TestContext, keyCount: number): Promise<{
   const dataDir = tempDir(t);
   const till = await startServe(dataDir);
   t.after(() => till.stop());
-  const storeId = /Demo store (sto_\w+)/.exec(till.output())![1]!;
-  const minted = await Promise.all(Array.from({ length: keyCount - 1 }, () => tillJson<{ key: string }>(['keys', 'mint', '--store', storeId, '--env', 'test'], { dataDir })));
+  const minted = await Promise.all(Array.from({ length: keyCount - 1 }, () => tillJson<{ key: string }>(['keys', 'mint', '--store', till.storeId, '--env', 'test'], { dataDir })));
   return { dataDir, till, keys: [till.key, ...minted.map((m) => m.key)] };
+}
+
+/** What a crash or a backup must never leave: a database SQLite finds damaged, or an invoice without its one invoice.created event. */
+export function assertNothingHalfWritten(db: Database): void {
+  assert.equal(db.pragma('integrity_check', { simple: true }), 'ok');
+  const withoutOneCreatedEvent = db
+    .prepare("SELECT count(*) FROM invoices i WHERE (SELECT count(*) FROM events e WHERE e.invoice_id = i.id AND e.type = 'invoice.created') != 1")
+    .pluck()
+    .get();
+  assert.equal(withoutOneCreatedEvent, 0, 'each invoice was written with its invoice.created event');
 }

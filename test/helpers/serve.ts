@@ -6,6 +6,8 @@ import { TILL } from './cli.ts';
 export interface Serving {
   url: string;
   key: string;
+  /** The demo store's id, on a fresh data dir ('' otherwise). */
+  storeId: string;
   pid: number;
   output: () => string;
   errors: () => string;
@@ -38,7 +40,8 @@ export function whenServing(child: ChildProcessByStdio<null, Readable, Readable>
           child.once('exit', () => r());
           child.kill(signal);
         });
-        resolve({ url, key, pid: child.pid!, output: () => out, errors: () => err, exited, stop: () => end('SIGTERM'), crash: () => end('SIGKILL'), signal: (sig) => child.kill(sig) });
+        const storeId = /Demo store (sto_\w+)/.exec(out)?.[1] ?? '';
+        resolve({ url, key, storeId, pid: child.pid!, output: () => out, errors: () => err, exited, stop: () => end('SIGTERM'), crash: () => end('SIGKILL'), signal: (sig) => child.kill(sig) });
       }
     });
     child.once('exit', (code, signal) => reject(new Error(`serve exited ${code ?? signal}: ${out}${err}`)));

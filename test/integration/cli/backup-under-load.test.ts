@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import { databasePath } from '../../../src/db/connection.ts';
 import { tillJson } from '../../helpers/cli.ts';
-import { postCreation, serveWithKeys, startCreationLoad } from '../../helpers/creation-load.ts';
+import { assertNothingHalfWritten, postCreation, serveWithKeys, startCreationLoad } from '../../helpers/creation-load.ts';
 import { startServe } from '../../helpers/serve.ts';
 import { tempDir } from '../../helpers/temp.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
@@ -32,14 +32,9 @@ test('a backup taken under creation load restores to a whole database with every
   for (const f of backup.files) copyFileSync(join(backup.path, f), join(restored, f));
   const db = new Database(databasePath(restored), { readonly: true });
   t.after(() => db.close());
-  assert.equal(db.pragma('integrity_check', { simple: true }), 'ok');
+  assertNothingHalfWritten(db);
   const ids = new Set(db.prepare('SELECT id FROM invoices').pluck().all() as string[]);
   for (const a of before.values()) assert.ok(ids.has(JSON.parse(a.text).id), 'answered before the backup began, so in it');
-  const withoutOneCreatedEvent = db
-    .prepare("SELECT count(*) FROM invoices i WHERE (SELECT count(*) FROM events e WHERE e.invoice_id = i.id AND e.type = 'invoice.created') != 1")
-    .pluck()
-    .get();
-  assert.equal(withoutOneCreatedEvent, 0, 'each invoice in the backup has its invoice.created event');
 
   const back = await startServe(restored, { seeded: true });
   t.after(() => back.stop());

@@ -18,9 +18,8 @@ const WARNING = /^till: warning: this database is a backup taken at (\S+): the a
 test('a restored backup warns at start, naming each active key to skip, until it was skipped; the original never does', async (t) => {
   const dataDir = tempDir(t);
   const original = await startServe(dataDir);
-  const storeId = /Demo store (sto_\w+)/.exec(original.output())![1]!;
   await original.stop();
-  const [xpub] = await tillJson<Array<{ id: string; status: string }>>(['xpub', 'list', '--store', storeId], { dataDir });
+  const [xpub] = await tillJson<Array<{ id: string; status: string }>>(['xpub', 'list', '--store', original.storeId], { dataDir });
   assert.equal(xpub!.status, 'active');
   const backup = await tillJson<{ path: string; files: string[] }>(['backup', '--out', tempDir(t)], { dataDir });
 
