@@ -19,6 +19,7 @@ export interface BackupCopyMark {
 
 /** Marks a copy of the database (a backup's, not yet opened by any till) as taken at `takenAt`. */
 export function markBackupCopy(db: Db, takenAt: number): void {
+  // Plain SQL, not the xpubs repo: a backup keeps the schema it was taken with, which may be older than this code's.
   const xpubIds = db.prepare("SELECT id FROM xpubs WHERE status = 'active' ORDER BY id").pluck().all() as string[];
   const meta = createMetaRepo(db);
   if (xpubIds.length === 0) meta.delete(KEY);
