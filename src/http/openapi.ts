@@ -334,7 +334,15 @@ export const OPENAPI_DOCUMENT = {
     '/checkout/{id}': {
       get: {
         summary: 'Hosted checkout page',
-        parameters: [invoiceId],
+        parameters: [
+          invoiceId,
+          {
+            name: 'plain',
+            in: 'query',
+            schema: { type: 'string' },
+            description: 'present (any value): the page rendered by the server for a browser without JavaScript, reloaded by a meta refresh (docs/CHECKOUT.md); the static page sends such a browser here',
+          },
+        ],
         responses: {
           '200': { description: 'HTML' },
           '304': NOT_MODIFIED,

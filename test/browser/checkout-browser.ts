@@ -105,7 +105,8 @@ export async function openLivePage(t: TestContext, viewport = PHONE) {
  */
 export async function readQr(page: Page): Promise<string> {
   const png = await page.locator('#qr').screenshot();
-  const scratch = await page.context().newPage();
+  // A context of its own: the page's may run no script (the page without JavaScript).
+  const scratch = await page.context().browser()!.newPage();
   try {
     const { width, height, rgba } = await scratch.evaluate(async (b64) => {
       const img = new Image();

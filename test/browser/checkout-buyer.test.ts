@@ -7,7 +7,7 @@ import { listenOnLoopback } from '../helpers/listen.ts';
 import { call, setupStore, startTestTill } from '../helpers/till-server.ts';
 import { createInvoice, receivePayment, simulate } from '../integration/checkout/checkout-helpers.ts';
 import { waitFor } from '../helpers/wait-for.ts';
-import { expectLive, expectStatus, openCheckout, openLivePage, PHONE, skipReason } from './checkout-browser.ts';
+import { expectLive, expectStatus, openCheckout, openLivePage, PHONE, readQr, screenshot, skipReason } from './checkout-browser.ts';
 
 // The hosted checkout as buyers meet it off the happy path, in a real
 // headless Chromium: each test is something a buyer would notice.
@@ -126,18 +126,34 @@ describe('hosted checkout for buyers, in Chromium', { skip: skipReason ?? false 
     await expectStatus(page, 'Invoice not found');
   });
 
-  test('without JavaScript the phone\'s first screen says why nothing shows, not "Loading the invoice…" for ever', async (t) => {
+  test('without JavaScript the buyer lands on the page the server renders, can pay from it, and sees the payment arrive', async (t) => {
     const till = await startTestTill(t);
-    const inv = await createInvoice(till, setupStore(till));
-    const { page } = await openCheckout(t, till, inv.id, '', undefined, { javaScriptEnabled: false });
-    // getByText skips <noscript>, whose content is text while scripts run.
-    const notice = page.locator('p.noscript');
-    assert.ok(await notice.isVisible());
-    assert.match((await notice.textContent()) ?? '', /needs JavaScript/);
-    const box = (await notice.boundingBox())!;
-    assert.ok(box.y + box.height <= PHONE.height, `the notice is below the fold, at ${box.y} px`);
-    assert.equal(await page.locator('#status').isVisible(), false, 'no "Loading the invoice…" that never ends');
-    assert.equal(await page.getByRole('button', { name: 'Copy address' }).isVisible(), false, 'no empty field with a Copy button');
+    const inv = await createInvoice(till, setupStore(till, { xpub: `tr(${testTpub('taproot')})` }));
+    const { page, problems } = await openCheckout(t, till, inv.id, '', SMALL_PHONE, { javaScriptEnabled: false });
+    // The static page's <noscript> refresh sends it on, keeping the invoice's path.
+    await page.waitForURL(`${till.url}/checkout/${inv.id}?plain`);
+    const status = page.locator('#status');
+    assert.equal(await status.textContent(), 'Waiting for payment');
+    const box = (await status.boundingBox())!;
+    assert.ok(box.y + box.height <= SMALL_PHONE.height, `the status is below the fold, at ${box.y} px`);
+    // What a buyer pays from: the whole address on screen, the amount, a code their wallet reads, a wallet link.
+    const address = page.locator('#address');
+    assert.equal(await address.textContent(), inv.address);
+    const shown = (await address.boundingBox())!;
+    assert.ok(shown.x >= 0 && shown.x + shown.width <= SMALL_PHONE.width, 'the address fits the small phone\'s width');
+    assert.equal(await page.locator('#amount').textContent(), '0.00010000');
+    assert.equal(await readQr(page), inv.payment_uri);
+    assert.equal(await page.getByRole('link', { name: 'Open in wallet' }).getAttribute('href'), inv.payment_uri);
+    assert.match((await page.locator('#countdown').textContent()) ?? '', /^Expires in \d+ minutes/);
+    await screenshot(page, 'plain-waiting');
+
+    await receivePayment(till, inv.id, 10_000);
+    await page.getByRole('link', { name: 'Update now' }).click();
+    await page.waitForURL(`${till.url}/checkout/${inv.id}?plain`);
+    assert.equal(await status.textContent(), 'Payment detected');
+    assert.equal(await page.locator('#qr').count(), 0, 'nothing to scan once paid');
+    assert.equal(await page.getByRole('link', { name: 'Open in wallet' }).isVisible(), false);
+    assert.deepEqual(problems, [], 'nothing the CSP or the browser refused');
   });
 
   test('the whole address is visible: a taproot address on a phone, a segwit one on a small phone', async (t) => {

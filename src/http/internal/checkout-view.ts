@@ -4,6 +4,7 @@ import type { Invoice } from '../../domain/invoice.ts';
 import { isFullyExpired } from '../../domain/invoice-state.ts';
 import { invoiceView } from '../../domain/invoice-view.ts';
 import type { Store } from '../../domain/store.ts';
+import type { Context } from '../../services/context.ts';
 
 /**
  * The public checkout snapshot: the body of GET /pay/invoices/:id and the data
@@ -26,6 +27,13 @@ export function checkoutView(inv: StoredInvoice, store: Store, baseUrl: string, 
 }
 
 export type CheckoutView = ReturnType<typeof checkoutView>;
+
+/** The snapshot of a stored invoice as of now, its store's branding read now. */
+export function currentCheckoutView(ctx: Context, inv: StoredInvoice): CheckoutView {
+  const store = ctx.repos.stores.get(inv.storeId);
+  if (!store) throw new Error(`invoice ${inv.id} names a missing store ${inv.storeId}`);
+  return checkoutView(inv, store, ctx.baseUrl, ctx.clock.now());
+}
 
 /**
  * Nothing the buyer waits for can change any more, so streams close: paid,

@@ -1,7 +1,7 @@
 import type { StoredInvoice } from '../../db/invoices.ts';
 import type { Context } from '../../services/context.ts';
 import type { ExternalChanges } from '../../services/external-changes.ts';
-import { checkoutView, isFinalForCheckout } from './checkout-view.ts';
+import { currentCheckoutView, isFinalForCheckout } from './checkout-view.ts';
 import { StreamLimiter } from './stream-limits.ts';
 
 /** Ticks per heartbeat period; each visits one group of streams. */
@@ -114,9 +114,7 @@ export class InvoiceStreams {
    * old as the last change.
    */
   freshSnapshotOf(inv: StoredInvoice): Snapshot {
-    const store = this.#ctx.repos.stores.get(inv.storeId);
-    if (!store) throw new Error(`invoice ${inv.id} names a missing store ${inv.storeId}`);
-    return { version: inv.version, json: JSON.stringify(checkoutView(inv, store, this.#ctx.baseUrl, this.#ctx.clock.now())) };
+    return { version: inv.version, json: JSON.stringify(currentCheckoutView(this.#ctx, inv)) };
   }
 
   /**

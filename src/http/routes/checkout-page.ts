@@ -7,11 +7,14 @@ import { paymentUri } from '../../domain/invoice-view.ts';
 import { isId } from '../../ids.ts';
 import type { Runtime } from '../../runtime.ts';
 import { readAsset, sendAsset, toAsset } from '../assets.ts';
+import { currentCheckoutView } from '../internal/checkout-view.ts';
+import { renderPlainCheckout, renderPlainNotFound } from '../internal/plain-checkout.ts';
 import { defineRoute, routeParam } from '../internal/route.ts';
 
 // The hosted checkout page (DESIGN.md "Checkout"): one static page for every
 // invoice, which reads the invoice id from its own URL and talks to the public
-// /pay API like a merchant's own checkout would. Its files are referenced by
+// /pay API like a merchant's own checkout would; and, at /checkout/<id>?plain,
+// the same page rendered here for a browser without JavaScript. Its files are referenced by
 // relative URLs, so Till also works behind a proxy under a sub-path.
 
 /** No inline script or style, no third party but the store's logo (an http(s) URL). */
@@ -31,7 +34,7 @@ const PAGE_HEADERS = {
   'referrer-policy': 'no-referrer',
 };
 
-const PAGE_FILES = new Set(['checkout.css', 'checkout.js', 'favicon.svg']);
+const PAGE_FILES = new Set(['checkout.css', 'checkout.js', 'describe.js', 'favicon.svg']);
 
 export function registerCheckoutPage(app: H3, rt: Runtime): void {
   const { ctx } = rt;
@@ -53,6 +56,13 @@ export function registerCheckoutPage(app: H3, rt: Runtime): void {
     return sendAsset(event, page, { status: known ? 200 : 404, headers: PAGE_HEADERS });
   };
 
+  /** The page rendered here for a browser without JavaScript, which the static page's <noscript> sends it to. */
+  const sendPlainPage = (event: H3Event) => {
+    const inv = findInvoice(pageInvoiceId(event));
+    const html = inv ? renderPlainCheckout(currentCheckoutView(ctx, inv), ctx.clock.now()) : renderPlainNotFound();
+    return sendAsset(event, toAsset(html, 'text/html; charset=utf-8'), { status: inv ? 200 : 404, headers: PAGE_HEADERS });
+  };
+
   defineRoute(app, '/checkout/:id', {
     GET: (event) => {
       // The page's files are relative (it may be served under a proxy's prefix): /checkout/<id>/ would look for them
@@ -60,6 +70,7 @@ export function registerCheckoutPage(app: H3, rt: Runtime): void {
       if (event.url.pathname.endsWith('/')) {
         return new Response(null, { status: 308, headers: { location: `../${event.context.params!.id}${event.url.search}` } });
       }
+      if (event.url.searchParams.has('plain')) return sendPlainPage(event);
       return sendPage(event, findInvoice(pageInvoiceId(event)) !== null);
     },
   });

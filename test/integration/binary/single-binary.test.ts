@@ -144,6 +144,12 @@ async function servesTheDemo(t: TestContext, command: string[]): Promise<void> {
   assert.equal(script.status, 200);
   assert.equal(await script.text(), readFileSync(new URL('assets/checkout/checkout.js', ROOT), 'utf8'));
   assert.equal((await fetch(`${invoice.checkout_url}/qr.svg`)).status, 200);
+  // The page without JavaScript is rendered with the page script's own words, bundled from assets/checkout/describe.js.
+  const describe = await fetch(`${till.url}/checkout/assets/describe.js`);
+  assert.equal(await describe.text(), readFileSync(new URL('assets/checkout/describe.js', ROOT), 'utf8'));
+  const plain = await fetch(`${invoice.checkout_url}?plain`);
+  assert.equal(plain.status, 200);
+  assert.match(await plain.text(), /Waiting for payment/);
 
   type Health = { status: string; version: string; chain: { zmq: string; tip_height: number | null } };
   const health = () => fetch(`${till.url}/healthz`).then((r) => r.json() as Promise<Health>);
