@@ -89,6 +89,9 @@ export function checkMandatoryOptions(_hooked: Command, actionCommand: Command):
   }
 }
 
+/** "1 try", "3 tries": a count and its noun. */
+export const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
+
 /** Left-aligned columns for list output. */
 export function table(rows: string[][]): string {
   if (rows.length === 0) return '(none)';

@@ -5,6 +5,7 @@ import { checkMandatoryOptions, escapeControls, isMandatory, redactPrivateKeys, 
 import { backupCommand } from './commands/backup.ts';
 import { configCommand } from './commands/config.ts';
 import { deliveriesCommand } from './commands/deliveries.ts';
+import { invoicesCommand } from './commands/invoices.ts';
 import { initCommand } from './commands/init.ts';
 import { webhooksCommand } from './commands/webhooks.ts';
 import { keysCommand } from './commands/keys.ts';
@@ -73,6 +74,7 @@ export function buildProgram(): Command {
   program.addCommand(xpubCommand());
   program.addCommand(keysCommand());
   program.addCommand(webhooksCommand());
+  program.addCommand(invoicesCommand());
   program.addCommand(deliveriesCommand());
   program.addCommand(backupCommand());
   program.addCommand(configCommand());

@@ -4,9 +4,7 @@ import { toIso } from '../../src/clock.ts';
 import { pruneWebhookHistory } from '../../src/services/prune.ts';
 import { DELIVERY_STATUSES, getDelivery, listDeliveries, replayAllDead, replayDelivery } from '../../src/services/webhooks.ts';
 import { withContext } from '../context.ts';
-import { emit, mandatory, parseIntegerOption, table } from '../output.ts';
-
-const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+import { emit, mandatory, parseIntegerOption, plural, table } from '../output.ts';
 
 export function deliveriesCommand(): Command {
   const cmd = new Command('deliveries').description('inspect, replay and prune webhook deliveries (works on the database; a running till sends replays within a second)');

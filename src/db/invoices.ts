@@ -142,6 +142,15 @@ export function listInvoicesSql(q: ListQuery): string {
   return `${statuses.join(' UNION ALL ')} ORDER BY id ${reverse ? 'ASC' : 'DESC'} LIMIT @limit`;
 }
 
+/** What an operator looks invoices up by (`till invoices find`): a payment's txid, an address or a metadata pair, and a store. */
+export interface InvoiceLookup {
+  txid?: string;
+  address?: string;
+  metadata?: { key: string; value: string };
+  storeId?: string;
+  limit: number;
+}
+
 export type InvoicesRepo = ReturnType<typeof createInvoicesRepo>;
 
 export function createInvoicesRepo(db: Db) {
@@ -259,6 +268,21 @@ export function createInvoicesRepo(db: Db) {
     },
     getByRowid(rowid: number): StoredInvoice | null {
       return load(byRowid.get(rowid));
+    },
+    /**
+     * Invoices matching every part of the lookup, newest first. A txid or an
+     * address is an index read; a metadata pair reads the store's invoices
+     * (every invoice without a store): for an operator's command, not a request.
+     */
+    find(q: InvoiceLookup): StoredInvoice[] {
+      const where: string[] = [];
+      const params: unknown[] = [];
+      if (q.txid !== undefined) (where.push('id IN (SELECT invoice_id FROM payments WHERE txid = ?)'), params.push(q.txid));
+      if (q.address !== undefined) (where.push('address = ?'), params.push(q.address));
+      if (q.metadata !== undefined) (where.push('EXISTS (SELECT 1 FROM json_each(metadata) WHERE key = ? AND value = ?)'), params.push(q.metadata.key, q.metadata.value));
+      if (q.storeId !== undefined) (where.push('store_id = ?'), params.push(q.storeId));
+      const sql = `SELECT rowid, * FROM invoices ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`;
+      return loadMany(db.prepare<unknown[], InvoiceRow>(sql).all(...params, q.limit));
     },
     countWatched(now: number): number {
       return countWatched.get(now)!;

@@ -49,6 +49,8 @@ const DUE_COLUMNS = `d.id, d.event_id AS eventId, d.store_id AS storeId, d.endpo
 export interface DeliveryFilter {
   storeId?: string;
   status?: DeliveryStatus;
+  /** The deliveries of one event (one an endpoint, and one to the invoice's callback_url). */
+  eventId?: string;
   limit: number;
 }
 
@@ -216,6 +218,7 @@ export function createWebhookDeliveriesRepo(db: Db) {
       const params: unknown[] = [];
       if (f.storeId) (where.push('d.store_id = ?'), params.push(f.storeId));
       if (f.status) (where.push('d.status = ?'), params.push(f.status));
+      if (f.eventId) (where.push('d.event_id = ?'), params.push(f.eventId));
       const sql = `SELECT ${COLUMNS} FROM webhook_deliveries d ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY d.id DESC LIMIT ?`;
       return db.prepare<unknown[], DeliveryRecord>(sql).all(...params, f.limit);
     },

@@ -126,7 +126,7 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
   });
 
   test('a command group given no command: one line naming its commands, and where the help is, not the whole help; exit 1 like every usage error', async () => {
-    const top = "till: missing command (init, serve, store, xpub, keys, webhooks, deliveries, backup, or config)\n(see npm run till -- --help)\n";
+    const top = "till: missing command (init, serve, store, xpub, keys, webhooks, invoices, deliveries, backup, or config)\n(see npm run till -- --help)\n";
     const cases: Array<[string[], string]> = [
       [[], top],
       [['--json', '--network', 'signet'], top],
@@ -474,7 +474,7 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     assert.match(typo.stdout, /^data_dir\s+.*-typo$/m);
     const help = await runTill(['--help']);
     assert.equal(help.code, 0);
-    for (const cmd of ['init', 'serve', 'store', 'xpub', 'keys', 'webhooks', 'deliveries', 'backup', 'config']) assert.match(help.stdout, new RegExp(`\\n\\s+${cmd}\\b`));
+    for (const cmd of ['init', 'serve', 'store', 'xpub', 'keys', 'webhooks', 'invoices', 'deliveries', 'backup', 'config']) assert.match(help.stdout, new RegExp(`\\n\\s+${cmd}\\b`));
     const sub = await runTill(['xpub', 'add', '--help']);
     assert.match(sub.stdout, /--gap-limit/);
     assert.match(sub.stdout, /--data-dir/, 'global options are shown in subcommand help');

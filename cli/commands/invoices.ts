@@ -1,0 +1,87 @@
+import { Command, InvalidArgumentError, Option } from 'commander';
+import type { StoredInvoice } from '../../src/db/invoices.ts';
+import { invoiceView } from '../../src/domain/invoice-view.ts';
+import { deliveryView } from '../../src/domain/webhook-views.ts';
+import { toIso } from '../../src/clock.ts';
+import { findInvoices, getInvoiceHistory } from '../../src/services/invoice-lookup.ts';
+import { withContext } from '../context.ts';
+import { emit, parseIntegerOption, plural, table } from '../output.ts';
+
+// What an operator answers a buyer or the shop with: one invoice's whole
+// story (payments, events, webhook deliveries), and invoices found by a
+// transaction id, an address or an order reference in their metadata.
+
+const sats = (n: number) => `${n.toLocaleString('en-US')} sats`;
+
+/** The public invoice, and which of the store's keys and receive index its address came from (for reconciling with the wallet). */
+function invoiceRecord(inv: StoredInvoice, baseUrl: string) {
+  return { ...invoiceView(inv, baseUrl), xpub_id: inv.xpubId, address_index: inv.addressIndex };
+}
+
+function parseTxid(value: string): string {
+  if (!/^[0-9a-fA-F]{64}$/.test(value)) throw new InvalidArgumentError('--txid must be a transaction id: 64 hexadecimal characters');
+  return value.toLowerCase();
+}
+
+function parseMetadataPair(value: string): { key: string; value: string } {
+  const at = value.indexOf('=');
+  if (at < 1) throw new InvalidArgumentError('--metadata must be key=value (order_id=1234)');
+  return { key: value.slice(0, at), value: value.slice(at + 1) };
+}
+
+export function invoicesCommand(): Command {
+  const cmd = new Command('invoices').description('look up invoices: one with its payments, events and webhook deliveries, or those of a transaction, an address or an order (works on the database, any store, no API key)');
+
+  cmd.command('show').description('one invoice with its payments, its events and each event\'s webhook deliveries').argument('<id>', 'invoice id (inv_…)')
+    .action(function (this: Command, id: string) {
+      const view = withContext(this, (ctx) => {
+        const { invoice, events } = getInvoiceHistory(ctx, id);
+        return {
+          ...invoiceRecord(invoice, ctx.baseUrl),
+          events: events.map(({ event, deliveries }) => ({ id: event.id, type: event.type, created_at: toIso(event.createdAt), deliveries: deliveries.map((d) => deliveryView(d)) })),
+        };
+      });
+      emit(this.optsWithGlobals(), view, () => {
+        const v = view;
+        const fiat = v.amount ? ` (${v.amount} ${v.currency} at ${v.rate!.usd_per_btc} USD/BTC from ${v.rate!.source})` : '';
+        const metadata = Object.entries(v.metadata).map(([k, x]) => `${k}=${x}`).join('  ');
+        const closed = [['paid', v.paid_at], ['cancelled', v.cancelled_at], ['expired', v.expired_at]].filter(([, at]) => at !== null).map(([what, at]) => `${what} ${at}`);
+        return [
+          `${v.id}  ${v.status}  ${v.livemode ? 'live' : 'test'}  store ${v.store_id}`,
+          `amount    ${sats(v.amount_sats)}${fiat}`,
+          `received  ${sats(v.amount_received_sats)}, ${sats(v.amount_confirmed_sats)} confirmed (${plural(v.confirmations_required, 'confirmation')} required)`,
+          `address   ${v.address} (key ${v.xpub_id}, index ${v.address_index})`,
+          `created   ${v.created_at}   expires ${v.expires_at}${closed.length ? `   ${closed.join('   ')}` : ''}`,
+          metadata ? `metadata  ${metadata}` : null,
+          v.callback_url ? `callback  ${v.callback_url}` : null,
+          `checkout  ${v.checkout_url}`,
+          'payments',
+          v.payments.length === 0 ? '  (none)' : null,
+          ...v.payments.map((p) =>
+            `  ${p.txid}:${p.vout}  ${sats(p.amount_sats)}  ${p.status}${p.block_height !== null ? `, ${plural(p.confirmations, 'confirmation')}, block ${p.block_height}` : ''}${p.coinbase ? ', coinbase' : ''}  first seen ${p.first_seen_at}`),
+          'events',
+          v.events.length === 0 ? '  (none)' : null,
+          ...v.events.flatMap((e) => [
+            `  ${e.created_at}  ${e.type}  ${e.id}`,
+            ...e.deliveries.map((d) => `    ${d.id}  ${d.status}  ${plural(d.total_attempts, 'try', 'tries')}  ${(d.status === 'success' ? d.last_status_code : d.last_error ?? d.last_status_code) ?? '-'}  ${d.url}`),
+          ]),
+        ].filter((line) => line !== null).join('\n');
+      });
+    });
+
+  cmd.command('find').description('invoices newest first: those paid by a transaction, of an address, with a metadata value, or of a store (what is given must all match)')
+    .addOption(new Option('--txid <txid>', 'a transaction that paid them').argParser(parseTxid))
+    .option('--address <address>', 'their payment address')
+    .addOption(new Option('--metadata <key=value>', 'a metadata entry, as the shop set it (reads every invoice of the store, or of all stores)').argParser(parseMetadataPair))
+    .option('--store <id>', 'only this store')
+    .addOption(new Option('--limit <n>', 'at most this many (1-10000)').default(50).argParser(parseIntegerOption('--limit', 1, 10_000)))
+    .action(function (this: Command) {
+      const o = this.opts();
+      if (o.txid === undefined && o.address === undefined && o.metadata === undefined && o.store === undefined) this.error('give --txid, --address, --metadata or --store');
+      const found = withContext(this, (ctx) =>
+        findInvoices(ctx, { txid: o.txid, address: o.address, metadata: o.metadata, storeId: o.store, limit: o.limit }).map((inv) => invoiceRecord(inv, ctx.baseUrl)));
+      emit(this.optsWithGlobals(), found, () =>
+        table(found.map((v) => [v.id, v.status, v.livemode ? 'live' : 'test', sats(v.amount_sats), `received ${v.amount_received_sats.toLocaleString('en-US')}`, v.created_at, v.store_id])));
+    });
+  return cmd;
+}

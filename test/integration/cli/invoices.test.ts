@@ -1,0 +1,103 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { runTillBeside } from '../../helpers/cli.ts';
+import { call, setupStore, startTestTill, type TestTill } from '../../helpers/till-server.ts';
+import { createInvoice, receivePayment, simulate } from '../checkout/checkout-helpers.ts';
+
+// `till invoices show` and `find`: an operator looking up what happened to an
+// invoice, on the data dir of a running till (real CLI processes).
+
+async function tillJsonBeside(till: TestTill, args: string[]): Promise<any> {
+  const r = await runTillBeside(till, ['--json', ...args]);
+  assert.equal(r.code, 0, r.stderr);
+  return JSON.parse(r.stdout);
+}
+
+/** A till with two stores; the first has a webhook endpoint and an invoice of order 1234 paid by two transactions. */
+async function tillWithHistory(t: Parameters<typeof startTestTill>[0]) {
+  const till = await startTestTill(t);
+  const shop = setupStore(till);
+  const other = setupStore(till);
+  const endpoint = await call(till, 'POST', `/v1/stores/${shop.storeId}/webhooks`, { key: shop.key, body: { url: 'https://shop.example/hooks' } });
+  assert.equal(endpoint.status, 201, endpoint.text);
+  const order = await createInvoice(till, shop, { amount_sats: 10_000, metadata: { order_id: '1234', customer: 'bob' }, callback_url: 'https://shop.example/cb' });
+  await receivePayment(till, order.id, 4_000, 'ab');
+  await receivePayment(till, order.id, 6_000, 'cd');
+  const unpaid = await createInvoice(till, shop, { amount_sats: 5_000, metadata: { order_id: '1235' } });
+  const elsewhere = await createInvoice(till, other, { amount_sats: 7_000, metadata: { order_id: '1234' } });
+  await simulate(till, other, elsewhere.id, 'paid');
+  return { till, shop, other, order, unpaid, elsewhere };
+}
+
+describe('till invoices', () => {
+  test('show: the invoice, its payments, and each event with its webhook deliveries', async (t) => {
+    const { till, shop, order } = await tillWithHistory(t);
+    const shown = await tillJsonBeside(till, ['invoices', 'show', order.id]);
+    assert.equal(shown.id, order.id);
+    assert.equal(shown.store_id, shop.storeId);
+    assert.equal(shown.amount_received_sats, 10_000);
+    assert.deepEqual(shown.payments.map((p: any) => [p.txid, p.amount_sats, p.status]), [['ab'.repeat(32), 4_000, 'mempool'], ['cd'.repeat(32), 6_000, 'mempool']]);
+    assert.deepEqual(shown.metadata, { order_id: '1234', customer: 'bob' });
+    const stored = till.rt.ctx.repos.invoices.get(order.id)!;
+    assert.deepEqual([shown.xpub_id, shown.address_index], [stored.xpubId, stored.addressIndex], 'which key and index the address came from');
+    // Oldest first; each event went to the endpoint and to the invoice's callback_url.
+    assert.deepEqual(shown.events.map((e: any) => e.type), ['invoice.created', 'invoice.payment_detected', 'invoice.payment_detected']);
+    for (const e of shown.events) {
+      assert.deepEqual(e.deliveries.map((d: any) => d.url).sort(), ['https://shop.example/cb', 'https://shop.example/hooks'], e.type);
+      assert.ok(e.deliveries.every((d: any) => d.event_id === e.id && d.status === 'attempting'), e.type);
+    }
+
+    const human = await runTillBeside(till, ['invoices', 'show', order.id]);
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(human.stdout, new RegExp(`^${order.id}  pending  test  store ${shop.storeId}$`, 'm'));
+    assert.match(human.stdout, /^received  10,000 sats, 0 sats confirmed \(1 confirmation required\)$/m);
+    assert.match(human.stdout, new RegExp(`^address   ${order.address} \\(key ${stored.xpubId}, index ${stored.addressIndex}\\)$`, 'm'));
+    assert.match(human.stdout, /^metadata  order_id=1234  customer=bob$/m);
+    assert.match(human.stdout, new RegExp(`^  ${'cd'.repeat(32)}:0  6,000 sats  mempool  first seen `, 'm'));
+    assert.match(human.stdout, /^ {2}\S+  invoice\.payment_detected  evt_\S+$/m);
+    assert.match(human.stdout, /^ {4}dlv_\S+  attempting  0 tries  -  https:\/\/shop\.example\/hooks$/m);
+  });
+
+  test('find: by a paying transaction, by address, by an order reference (in one store or all), or a store\'s newest', async (t) => {
+    const { till, shop, other, order, unpaid, elsewhere } = await tillWithHistory(t);
+    const ids = async (args: string[]) => (await tillJsonBeside(till, ['invoices', 'find', ...args])).map((v: any) => v.id);
+    assert.deepEqual(await ids(['--txid', 'CD'.repeat(32)]), [order.id], 'a txid in either case');
+    assert.deepEqual(await ids(['--txid', 'ef'.repeat(32)]), []);
+    assert.deepEqual(await ids(['--address', unpaid.address]), [unpaid.id]);
+    assert.deepEqual(await ids(['--metadata', 'order_id=1234']), [elsewhere.id, order.id], 'newest first, every store');
+    assert.deepEqual(await ids(['--metadata', 'order_id=1234', '--store', shop.storeId]), [order.id]);
+    assert.deepEqual(await ids(['--metadata', 'order_id=123']), [], 'the whole value, not a part');
+    assert.deepEqual(await ids(['--metadata', 'customer=bob', '--txid', 'ab'.repeat(32)]), [order.id], 'everything given must match');
+    assert.deepEqual(await ids(['--store', shop.storeId, '--limit', '1']), [unpaid.id]);
+    assert.deepEqual(await ids(['--store', other.storeId]), [elsewhere.id]);
+
+    const human = await runTillBeside(till, ['invoices', 'find', '--metadata', 'order_id=1234']);
+    assert.equal(human.code, 0, human.stderr);
+    assert.deepEqual(human.stdout.trim().split('\n').map((line) => line.split(/\s{2,}/).slice(0, 5)), [
+      [elsewhere.id, 'paid', 'test', '7,000 sats', 'received 7,000'],
+      [order.id, 'pending', 'test', '10,000 sats', 'received 10,000'],
+    ]);
+    const none = await runTillBeside(till, ['invoices', 'find', '--address', 'bcrt1qnothing']);
+    assert.deepEqual([none.code, none.stdout], [0, '(none)\n']);
+  });
+
+  const refusals: Array<[string, string[], RegExp]> = [
+    ['an unknown invoice', ['show', 'inv_00000000000000000000000000'], /^till: no invoice inv_00000000000000000000000000$/m],
+    ['not an invoice id', ['show', 'sto_x'], /^till: no invoice sto_x$/m],
+    ['nothing to find by', ['find'], /^till: give --txid, --address, --metadata or --store$/m],
+    ['a txid that is not one', ['find', '--txid', 'abc'], /^till: --txid must be a transaction id: 64 hexadecimal characters/m],
+    ['a metadata pair without a key', ['find', '--metadata', '=1234'], /^till: --metadata must be key=value \(order_id=1234\)/m],
+    ['a metadata pair without =', ['find', '--metadata', 'order_id'], /^till: --metadata must be key=value/m],
+    ['an unknown store', ['find', '--store', 'sto_nothing'], /^till: no store sto_nothing$/m],
+    ['a limit out of range', ['find', '--store', 'sto_x', '--limit', '0'], /^till: --limit must be from 1 to 10000/m],
+  ];
+  test('refuses what it cannot look up with one line, exit code 1 and nothing on stdout', async (t) => {
+    const { till } = await tillWithHistory(t);
+    for (const [what, args, message] of refusals) {
+      const r = await runTillBeside(till, ['invoices', ...args]);
+      assert.equal(r.code, 1, `${what}: ${r.stderr}`);
+      assert.match(r.stderr, message, what);
+      assert.equal(r.stdout, '', what);
+    }
+  });
+});
