@@ -5,6 +5,7 @@ import { ApiError } from './domain/errors.ts';
 import { gapHeadroom, gapLimitReached } from './domain/gap-limit.ts';
 import type { Context } from './services/context.ts';
 import { assertDiskWritable } from './services/disk.ts';
+import { keysToSkipAfterRestore } from './services/restored-backup.ts';
 import { VERSION } from './version.ts';
 
 // GET /healthz (docs/API.md, Health): "ok" exactly when Till can make and
@@ -37,6 +38,12 @@ export interface HealthReport {
    * when the database cannot be read. They leave `status` alone: the merchant's server is not Till.
    */
   webhooks: { attempting: number | null; failed_last_day: number | null; dead_letters_last_day: number | null };
+  /**
+   * Running on a restored backup whose keys may hand out addresses of invoices made after it (services/restored-backup.ts):
+   * when it was taken and the keys still to skip past (`till xpub skip`); null otherwise, or when the database cannot be
+   * read. It leaves `status` alone, as `gap_limit` does: a proxy checking health must not take the checkout away for it.
+   */
+  restored_backup: { taken_at: string; keys_to_skip: string[] } | null;
 }
 
 export interface HealthInputs {
@@ -66,6 +73,7 @@ export function healthReport(h: HealthInputs): HealthReport {
     chain,
     gap_limit: gapHealth(h, database.status === 'failed'),
     webhooks: webhookHealth(h, database.status === 'failed'),
+    restored_backup: restoredBackupHealth(h, database.status === 'failed'),
   };
 }
 
@@ -106,6 +114,11 @@ function gapHealth(h: HealthInputs, dbFailed: boolean): HealthReport['gap_limit'
     at_limit: live.filter((x) => gapLimitReached(x, h.clock.now())).map((x) => x.id),
     lowest_headroom: live.length === 0 ? null : Math.min(...live.map(gapHeadroom)),
   };
+}
+
+function restoredBackupHealth(h: HealthInputs, dbFailed: boolean): HealthReport['restored_backup'] {
+  const mark = readUnlessFailed(dbFailed, () => keysToSkipAfterRestore(h.ctx));
+  return mark ? { taken_at: mark.takenAt, keys_to_skip: mark.xpubIds } : null;
 }
 
 function rateHealth(ctx: Context): HealthReport['rates'] {

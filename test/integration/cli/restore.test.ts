@@ -34,6 +34,12 @@ test('a restored backup warns at start, naming each active key to skip, until it
   const warned = await waitFor(() => WARNING.exec(first.errors()), 'the warning');
   assert.ok(Math.abs(Date.parse(warned[1]!) - Date.now()) < 60_000, 'it says when the backup was taken');
   assert.match(first.errors(), new RegExp(`skip past them, with a count above the invoices made since: npm run till -- xpub skip ${xpub!.id} <count> \\(docs/CONFIG.md, "Backups"\\)`, 'i'));
+  // A monitor sees it too, without taking the till out of service.
+  const health = await fetch(`${first.url}/healthz`);
+  const report = (await health.json()) as { status: string; restored_backup: unknown };
+  assert.equal(health.status, 200);
+  assert.equal(report.status, 'ok');
+  assert.deepEqual(report.restored_backup, { taken_at: warned[1], keys_to_skip: [xpub!.id] });
   await first.stop();
 
   // Started again, it still says so: nothing was skipped.
@@ -46,6 +52,7 @@ test('a restored backup warns at start, naming each active key to skip, until it
   t.after(() => skipped.stop());
   const res = await fetch(`${skipped.url}/healthz`);
   assert.equal(res.status, 200);
+  assert.equal(((await res.json()) as { restored_backup: unknown }).restored_backup, null);
   assert.doesNotMatch(skipped.errors(), /warning/, 'skipped: nothing more to say');
 });
 
