@@ -101,9 +101,9 @@ export function createWebhookDeliveriesRepo(db: Db) {
   const byId = db.prepare<[string], DeliveryRecord>(`SELECT ${COLUMNS} FROM webhook_deliveries d WHERE d.id = ?`);
   // The inner query walks only the due range of the (next_attempt_at, target)
   // index; a plain DISTINCT lets the planner scan every waiting row instead.
-  const dueTargets = db.prepare<[number, number], { target: string }>(
+  const dueTargets = db.prepare<[number, string, number], { target: string }>(
     `SELECT DISTINCT target FROM (SELECT target FROM webhook_deliveries
-       WHERE status = 'attempting' AND next_attempt_at <= ? ORDER BY next_attempt_at) LIMIT ?`,
+       WHERE status = 'attempting' AND next_attempt_at <= ? AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY next_attempt_at) LIMIT ?`,
   );
   const dueForTarget = db.prepare<[string, number, string, number], DueDelivery>(
     `SELECT ${DUE_COLUMNS} FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
@@ -161,9 +161,12 @@ export function createWebhookDeliveriesRepo(db: Db) {
     get(id: string): DeliveryRecord | null {
       return byId.get(id) ?? null;
     },
-    /** Receivers (targets) that have deliveries due now; bounded. */
-    dueTargets(now: number, limit: number): string[] {
-      return dueTargets.all(now, limit).map((r) => r.target);
+    /**
+     * Receivers (targets) that have deliveries due now, but for those in `skip` (being attempted already: a target
+     * whose due deliveries are all under way has nothing to start); bounded.
+     */
+    dueTargets(now: number, limit: number, skip: Iterable<string> = []): string[] {
+      return dueTargets.all(now, JSON.stringify([...skip]), limit).map((r) => r.target);
     },
     /** The target's due deliveries, but for those in `skip` (being attempted already). */
     dueForTarget(target: string, now: number, limit: number, skip: Iterable<string> = []): DueDelivery[] {

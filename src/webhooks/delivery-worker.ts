@@ -99,6 +99,13 @@ export class DeliveryWorker {
    */
   readonly #readAhead = new Map<string, DueDelivery[]>();
   #readAheadRows = 0;
+  /**
+   * Targets with attempts under way whose last read of due rows found fewer
+   * than it asked for: all there were. Their answers read no more; rows due
+   * since (a new event, a retry's time) are found by a pump, which every new
+   * event and the 1 s timer run.
+   */
+  readonly #drained = new Set<string>();
   #timer: NodeJS.Timeout | null = null;
   #wakeScheduled = false;
   /** The last pump stopped at maxInFlight with targets still waiting. */
@@ -139,6 +146,7 @@ export class DeliveryWorker {
     this.#stopped.abort();
     this.#readAhead.clear();
     this.#readAheadRows = 0;
+    this.#drained.clear();
     this.#originWaiting.clear();
     if (this.#timer) clearInterval(this.#timer);
     this.#unsubscribe?.();
@@ -161,8 +169,11 @@ export class DeliveryWorker {
     const now = this.#ctx.clock.now();
     const started: Promise<void>[] = [];
     this.#starved = false;
-    for (const target of this.#ctx.repos.webhookDeliveries.dueTargets(now, 10_000)) {
-      this.#startDue(target, now, started);
+    // Not the targets whose due rows are all under way: every new event wakes the worker, and reading each busy
+    // target's due rows again to find nothing cost ~18 reads a delivery with a few endpoints busy (PERFORMANCE.md).
+    const underWay = [...this.#held.values()].flatMap((ids) => [...ids]);
+    for (const target of this.#ctx.repos.webhookDeliveries.dueTargets(now, 10_000, underWay)) {
+      this.#startDue(target, now, started, true);
       if (this.#sending >= this.#maxInFlight) {
         this.#starved = true;
         break;
@@ -174,21 +185,25 @@ export class DeliveryWorker {
   /**
    * Starts the target's due attempts that fit the bounds, adding them to
    * `started`: from those read ahead, reading more once the target is down to
-   * half its bound.
+   * half its bound, unless its last read found them all and none can be new
+   * (`rowsMayBeNew` is false: an answer, not a pump).
    */
-  #startDue(target: string, now: number, started: Promise<void>[]): void {
+  #startDue(target: string, now: number, started: Promise<void>[], rowsMayBeNew = false): void {
     if (this.#unrecorded > 0) return;
     const busy = this.#perTarget.get(target) ?? 0;
     const room = Math.min(this.#maxPerTarget - busy, this.#maxInFlight - this.#sending);
     if (room <= 0) return;
     let ahead = this.#readAhead.get(target) ?? [];
-    if (ahead.length < room && busy <= this.#maxPerTarget / 2) {
+    if (ahead.length < room && busy <= this.#maxPerTarget / 2 && (rowsMayBeNew || !this.#drained.has(target))) {
       // Read ahead only while the target's own bound is what limits it, and within the overall cap.
       const spare = room < this.#maxPerTarget - busy ? 0 : READ_AHEAD_MAX_ROWS - this.#readAheadRows;
       const limit = Math.max(room, Math.min(this.#maxPerTarget * READ_AHEAD, room + spare)) - ahead.length;
       // Deliveries already under way or read ahead are left out in SQL.
       const skip = [...(this.#held.get(target) ?? []), ...ahead.map((d) => d.id)];
       const read = this.#ctx.repos.webhookDeliveries.dueForTarget(target, now, limit, skip);
+      // Kept while the target has attempts under way or rows read ahead (their last one clears it).
+      if (read.length < limit && (busy > 0 || read.length > 0)) this.#drained.add(target);
+      else this.#drained.delete(target);
       ahead = ahead.concat(read);
       this.#readAheadRows += read.length;
     }
@@ -243,8 +258,11 @@ export class DeliveryWorker {
   #afterAttempt(target: string, origin: string): void {
     if (this.#stopping) return;
     const now = this.#ctx.clock.now();
-    // Each leaves the line for its turn, and joins it again if held back once more.
+    // Each leaves the line for its turn, and joins it again if held back once more. One answer frees one slot:
+    // once the origin is full again the rest keep their places (trying each cost a read of its due rows: with 64
+    // endpoints on one host, ~30 reads an answer).
     for (const other of this.#starvedAt(origin, target)) {
+      if ((this.#perOrigin.get(origin) ?? 0) >= this.#maxPerOrigin) break;
       const waiting = this.#originWaiting.get(origin)!;
       waiting.delete(other);
       if (waiting.size === 0) this.#originWaiting.delete(origin);
@@ -302,7 +320,10 @@ export class DeliveryWorker {
         answered();
         this.#inFlight.delete(d.id);
         held.delete(d.id);
-        if (held.size === 0) this.#held.delete(d.target);
+        if (held.size === 0) {
+          this.#held.delete(d.target);
+          this.#drained.delete(d.target);
+        }
       });
     this.#inFlight.set(d.id, p);
     return p;

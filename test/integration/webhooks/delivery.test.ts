@@ -676,6 +676,25 @@ describe('webhook delivery', () => {
     await f.till.rt.webhooks.stop();
   });
 
+  test('new events reach an endpoint with an attempt under way at once, before and after another answer, without the timer', async (t) => {
+    // The worker skips targets whose due deliveries are all under way, and after an answer reads no more rows when its
+    // last read found them all: each new event must still wake it into reading the new one.
+    const f = await startWebhookFixture(t, { events: ['invoice.created'], webhookTimeoutMs: 3000 });
+    f.receiver.respondWith(answer.hang());
+    f.till.rt.webhooks.start(3_600_000);
+    const first = await createInvoice(f);
+    await f.receiver.waitForRequests(1, 2000);
+    const second = await createInvoice(f);
+    await f.receiver.waitForRequests(2, 2000);
+    const secondDelivered = () => deliveriesOf(f.till).filter((d) => d.status === 'success').length === 1;
+    await waitFor(secondDelivered, 'the second delivery recorded while the first hangs');
+    const third = await createInvoice(f);
+    await f.receiver.waitForRequests(3, 2000);
+    const invoiceOf = (body: string) => (JSON.parse(body) as { data: { invoice: { id: string } } }).data.invoice.id;
+    assert.deepEqual(f.receiver.requests.map((r) => invoiceOf(r.body)), [first.id, second.id, third.id]);
+    await f.till.rt.webhooks.stop();
+  });
+
   test('a backlog to a busy endpoint: each event sent once, every outcome recorded', async (t) => {
     // Answered attempts free their slot before their outcome commits; they must not be picked again meanwhile.
     const f = await startWebhookFixture(t, { events: ['invoice.created'] });
