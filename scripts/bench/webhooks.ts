@@ -16,11 +16,11 @@ import { parseInvoiceRequest } from '../../src/domain/invoice-request.ts';
 import { newId } from '../../src/ids.ts';
 import { createRuntime, type Runtime } from '../../src/runtime.ts';
 import { testTpub } from '../../test/helpers/keys.ts';
-import { nextMessage, ofType, startNode, type NodeChild } from './support/children.ts';
 import { makeTempDir } from './support/cleanup.ts';
 import { devNullLogger, progressLog } from './support/logger.ts';
 import { explainMiss, percentile, printResults, round, type BenchRow } from './support/results.ts';
-import type { ReceiverCommand, ReceiverMessage } from './support/receiver.ts';
+import type { ReceiverMessage } from './support/receiver.ts';
+import { startReceiver, type Receiver } from './support/start-receiver.ts';
 import { benchConfig, insertWaitingDeliveries, openSeedContext } from './support/seed.ts';
 
 const ONE_ENDPOINT_EVENTS = 6_000;
@@ -37,29 +37,6 @@ const LATENCY_SAMPLES = 500;
 const DELIVERY_TARGET = 5000;
 
 const log = progressLog('webhooks');
-
-interface Receiver {
-  child: NodeChild;
-  url: string;
-  command(c: ReceiverCommand): void;
-  stats(): Promise<Extract<ReceiverMessage, { type: 'stats' }>>;
-}
-
-async function startReceiver(): Promise<Receiver> {
-  const child = startNode(['scripts/bench/support/receiver.ts'], { ipc: true });
-  const { port } = await nextMessage(child, ofType<ReceiverMessage, 'listening'>('listening'));
-  const command = (c: ReceiverCommand) => child.proc.send(c);
-  return {
-    child,
-    url: `http://127.0.0.1:${port}`,
-    command,
-    stats() {
-      const reply = nextMessage(child, ofType<ReceiverMessage, 'stats'>('stats'));
-      command({ type: 'stats' });
-      return reply;
-    },
-  };
-}
 
 interface BenchStore {
   storeId: string;
