@@ -14,8 +14,9 @@ import { defineRoute, routeParam } from '../internal/route.ts';
 // The hosted checkout page (DESIGN.md "Checkout"): one static page for every
 // invoice, which reads the invoice id from its own URL and talks to the public
 // /pay API like a merchant's own checkout would; and, at /checkout/<id>?plain,
-// the same page rendered here for a browser without JavaScript. Its files are referenced by
-// relative URLs, so Till also works behind a proxy under a sub-path.
+// the same page rendered here for a browser without JavaScript. Their files
+// are referenced by relative URLs, so Till also works behind a proxy under a
+// sub-path.
 
 /** No inline script or style, no third party but the store's logo (an http(s) URL). */
 export const PAGE_CSP = [
