@@ -23,7 +23,10 @@ async function tillWithHistory(t: Parameters<typeof startTestTill>[0]) {
   const order = await createInvoice(till, shop, { amount_sats: 10_000, metadata: { order_id: '1234', customer: 'bob' }, callback_url: 'https://shop.example/cb' });
   await receivePayment(till, order.id, 4_000, 'ab');
   await receivePayment(till, order.id, 6_000, 'cd');
+  // Newest first is by id, whose time part is the creation's millisecond: the test clock moves between them.
+  till.clock.advance(1000);
   const unpaid = await createInvoice(till, shop, { amount_sats: 5_000, metadata: { order_id: '1235' } });
+  till.clock.advance(1000);
   const elsewhere = await createInvoice(till, other, { amount_sats: 7_000, metadata: { order_id: '1234' } });
   await simulate(till, other, elsewhere.id, 'paid');
   return { till, shop, other, order, unpaid, elsewhere };
