@@ -17,6 +17,7 @@ import { createWebhookEndpointsRepo } from '../db/webhook-endpoints.ts';
 import { openSecretBox, type SecretBox } from '../auth/secret-box.ts';
 import type { RateService } from '../rates/rate-service.ts';
 import { InvoiceFeed } from './invoice-feed.ts';
+import { NewDeliveries } from '../webhooks/new-deliveries.ts';
 
 /** What the chain watcher reports; invoice creation and expiry read it. */
 export interface ChainState {
@@ -43,6 +44,8 @@ export interface Context {
   /** Group-committed writes for the hot paths (invoice creation, transitions). */
   writes: WriteQueue;
   feed: InvoiceFeed;
+  /** Receivers given new deliveries in this process, for the delivery worker's next wake. */
+  newDeliveries: NewDeliveries;
   chain: ChainState;
   /** Set by the runtime; admin commands run without one. */
   rates: RateService | null;
@@ -102,6 +105,7 @@ export function createContext(db: Db, clock: Clock, config: Config, opts: Contex
     repos,
     writes: createWriteQueue(db),
     feed: new InvoiceFeed(),
+    newDeliveries: new NewDeliveries(),
     chain: { watched: false, connected: false, initialBlockDownload: false, caughtUp: false, tipHeight: null, blockChanges: 0 },
     rates: null,
     baseUrl: publicBaseUrl(config),

@@ -108,6 +108,8 @@ export class DeliveryWorker {
   readonly #drained = new Set<string>();
   #timer: NodeJS.Timeout | null = null;
   #wakeScheduled = false;
+  /** The scheduled wake pumps every target with due deliveries, not only those given new ones. */
+  #fullWake = false;
   /** The last pump stopped at maxInFlight with targets still waiting. */
   #starved = false;
   /** Set by stop(): answers and wakes start nothing new. */
@@ -130,13 +132,16 @@ export class DeliveryWorker {
     this.#timeoutMs = opts.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
   }
 
-  /** Polls every second and wakes at once when this process commits a change. */
+  /**
+   * Pumps every second, and at once when this process commits a change: that
+   * pump reads only the targets given new deliveries (ctx.newDeliveries).
+   */
   start(pollMs = 1000): void {
     this.#stopping = false;
     this.#stopped = new AbortController();
     this.#timer = setInterval(() => this.wake(), pollMs);
     this.#timer.unref();
-    this.#unsubscribe = this.#ctx.feed.subscribeAll(() => this.wake());
+    this.#unsubscribe = this.#ctx.feed.subscribeAll(() => this.wake(false));
     this.wake();
   }
 
@@ -153,26 +158,36 @@ export class DeliveryWorker {
     while (this.#inFlight.size > 0) await Promise.all(this.#inFlight.values());
   }
 
-  wake(): void {
+  /** Pumps soon: every target with due deliveries (`full`), or those given new ones; a full wake covers the others. */
+  wake(full = true): void {
+    if (full) this.#fullWake = true;
     if (this.#wakeScheduled || this.#stopping) return;
     this.#wakeScheduled = true;
     setImmediate(() => {
       this.#wakeScheduled = false;
-      this.pump().catch((err) => this.#logger.error({ err }, 'webhook worker failed'));
+      const full = this.#fullWake;
+      this.#fullWake = false;
+      this.pump(full).catch((err) => this.#logger.error({ err }, 'webhook worker failed'));
     });
   }
 
-  /** Dispatches the outbox and starts every due attempt that fits the bounds; returns those attempts. */
-  async pump(): Promise<Promise<void>[]> {
+  /**
+   * Dispatches the outbox and starts the due attempts that fit the bounds:
+   * of every target with due deliveries (`full`), or only of the targets
+   * given new deliveries since the last pump. Returns those attempts.
+   */
+  async pump(full = true): Promise<Promise<void>[]> {
     // Most wakes (an attempt finished) find the outbox empty: check with a read before taking the write lock.
     while (this.#ctx.repos.events.hasUndispatched() && (await this.#ctx.writes.run(() => dispatchEvents(this.#ctx))) > 0);
     const now = this.#ctx.clock.now();
     const started: Promise<void>[] = [];
-    this.#starved = false;
-    // Not the targets whose due rows are all under way: every new event wakes the worker, and reading each busy
-    // target's due rows again to find nothing cost ~18 reads a delivery with a few endpoints busy (PERFORMANCE.md).
-    const underWay = [...this.#held.values()].flatMap((ids) => [...ids]);
-    for (const target of this.#ctx.repos.webhookDeliveries.dueTargets(now, 10_000, underWay)) {
+    const fresh = this.#ctx.newDeliveries.take();
+    // Only a full pump knows whether targets are still left waiting for the overall bound.
+    if (full) this.#starved = false;
+    // Not the targets whose due rows are all under way: reading each busy target's due rows again to find nothing
+    // cost ~18 reads a delivery with a few endpoints busy (PERFORMANCE.md, twenty-fifth round).
+    const targets = full ? this.#ctx.repos.webhookDeliveries.dueTargets(now, 10_000, [...this.#held.values()].flatMap((ids) => [...ids])) : fresh;
+    for (const target of targets) {
       this.#startDue(target, now, started, true);
       if (this.#sending >= this.#maxInFlight) {
         this.#starved = true;

@@ -18,8 +18,9 @@ function subscribes(enabledEvents: string[], type: string): boolean {
  * unique, so running it twice for an event adds nothing.
  */
 export function addDeliveries(ctx: Context, e: { id: string; type: string; storeId: string }, callbackUrl: string | null, endpoints: EndpointRecord[], now: number): void {
-  const add = (endpointId: string | null, target: string, url: string) =>
-    ctx.repos.webhookDeliveries.insert({ id: newId('dlv', now), eventId: e.id, storeId: e.storeId, endpointId, target, url, nextAttemptAt: now, createdAt: now });
+  const add = (endpointId: string | null, target: string, url: string) => {
+    if (ctx.repos.webhookDeliveries.insert({ id: newId('dlv', now), eventId: e.id, storeId: e.storeId, endpointId, target, url, nextAttemptAt: now, createdAt: now })) ctx.newDeliveries.add(target);
+  };
   if (callbackUrl) add(null, callbackTarget(callbackUrl), callbackUrl);
   for (const ep of endpoints) if (ep.enabled && subscribes(ep.enabledEvents, e.type)) add(ep.id, ep.id, ep.url);
 }
