@@ -264,11 +264,12 @@ export class DeliveryWorker {
 
   /**
    * After an answer: first the targets that waited for this origin with no
-   * attempt there get its free slots (from their rows read ahead); then that
-   * target is refilled (from its rows read ahead, or from SQL once it is down
-   * to half its bound), or, if the last pump left targets waiting for the
-   * overall bound, everything is pumped once the worker is down to half of
-   * it. New events and the 1 s timer pump everything anyway.
+   * attempt there get its free slots, until it is full again (from their rows
+   * read ahead); then that target is refilled (from its rows read ahead, or
+   * from SQL once it is down to half its bound, unless its last read found
+   * them all), or, if the last pump left targets waiting for the overall
+   * bound, everything is pumped once the worker is down to half of it. New
+   * events pump their targets, and the 1 s timer everything, anyway.
    */
   #afterAttempt(target: string, origin: string): void {
     if (this.#stopping) return;
