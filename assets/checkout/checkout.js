@@ -8,7 +8,7 @@
 // What the page says of an invoice is in describe.js, which the page Till
 // renders for browsers without JavaScript says too.
 
-import { btc, describe, dueSats, groupedFiat, isPayable, mayReceiveAfterCancel, satsFormat, walletUri } from './describe.js';
+import { btc, describe, dueSats, groupDigits, groupedFiat, isPayable, mayReceiveAfterCancel, walletUri } from './describe.js';
 
 const POLL_MS = { pending: 5000, waiting: 30000 };
 /** A stream that passes on no message in this long is held back (a buffering proxy): the next transport. */
@@ -101,7 +101,7 @@ function render(inv) {
 
   const due = dueSats(inv, state);
   setText('amount-btc', btc(due));
-  setText('amount-sats', `${satsFormat.format(due)} sats`);
+  setText('amount-sats', `${groupDigits(due)} sats`);
   setText('amount-fiat', inv.amount && inv.currency && state !== 'partial' ? `≈ ${groupedFiat(inv.amount)} ${inv.currency}` : '');
   if ($('address').value !== inv.address) {
     $('address').value = inv.address;

@@ -1,4 +1,4 @@
-import { btc, describe, dueSats, groupedFiat, isPayable, mayReceiveAfterCancel, satsFormat, walletUri } from '../../../assets/checkout/describe.js';
+import { btc, describe, dueSats, groupDigits, groupedFiat, isPayable, mayReceiveAfterCancel, walletUri } from '../../../assets/checkout/describe.js';
 import type { CheckoutView } from './checkout-view.ts';
 
 // The hosted checkout for a browser without JavaScript (Tor Browser at its
@@ -63,7 +63,7 @@ export function renderPlainCheckout(view: CheckoutView, now: number): string {
     </section>
     <section class="amount" aria-label="Amount to pay">
       <p class="amount-btc"><span>${btc(due)}</span> <abbr title="bitcoin">BTC</abbr></p>
-      <p class="amount-sub"><span>${satsFormat.format(due)} sats</span> <span>${escapeHtml(fiat)}</span></p>
+      <p class="amount-sub"><span>${groupDigits(due)} sats</span> <span>${escapeHtml(fiat)}</span></p>
     </section>
     <figure class="qr"${payable ? '' : ' aria-hidden="true"'}>
       ${payable ? `<img id="qr" class="qr-image" src="${escapeHtml(qrSrc)}" alt="QR code of the payment request: scan it with your Bitcoin wallet" width="240" height="240">` : ''}
