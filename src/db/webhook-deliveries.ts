@@ -99,11 +99,24 @@ export function createWebhookDeliveriesRepo(db: Db) {
      VALUES (@id, @eventId, @storeId, @endpointId, @target, @url, 'attempting', @nextAttemptAt, @createdAt)`,
   );
   const byId = db.prepare<[string], DeliveryRecord>(`SELECT ${COLUMNS} FROM webhook_deliveries d WHERE d.id = ?`);
-  // The inner query walks only the due range of the (next_attempt_at, target)
-  // index; a plain DISTINCT lets the planner scan every waiting row instead.
-  const dueTargets = db.prepare<[number, string, number], { target: string }>(
-    `SELECT DISTINCT target FROM (SELECT target FROM webhook_deliveries
-       WHERE status = 'attempting' AND next_attempt_at <= ? AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY next_attempt_at) LIMIT ?`,
+  // Skips from target to target along the (target, next_attempt_at) index and
+  // takes each one's earliest due delivery not under way: a few seeks a target.
+  // Walking the due range instead (DISTINCT over it) cost a read of every due
+  // row, ~16 ms at 50,000 (a slow receiver's backlog), once a second.
+  const dueTargets = db.prepare<[{ skip: string; now: number; limit: number }], { target: string }>(
+    `WITH RECURSIVE targets(target) AS (
+       SELECT MIN(target) FROM webhook_deliveries WHERE status = 'attempting'
+       UNION ALL
+       SELECT (SELECT MIN(target) FROM webhook_deliveries WHERE status = 'attempting' AND target > targets.target)
+         FROM targets WHERE targets.target IS NOT NULL
+     )
+     SELECT target FROM (
+       SELECT t.target, (SELECT d.next_attempt_at FROM webhook_deliveries d
+                         WHERE d.status = 'attempting' AND d.target = t.target AND d.next_attempt_at <= @now
+                           AND d.id NOT IN (SELECT value FROM json_each(@skip))
+                         ORDER BY d.next_attempt_at LIMIT 1) AS due
+       FROM targets t WHERE t.target IS NOT NULL
+     ) WHERE due IS NOT NULL ORDER BY due LIMIT @limit`,
   );
   const dueForTarget = db.prepare<[string, number, string, number], DueDelivery>(
     `SELECT ${DUE_COLUMNS} FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
@@ -163,10 +176,10 @@ export function createWebhookDeliveriesRepo(db: Db) {
     },
     /**
      * Receivers (targets) that have deliveries due now, but for those in `skip` (being attempted already: a target
-     * whose due deliveries are all under way has nothing to start); bounded.
+     * whose due deliveries are all under way has nothing to start), the longest due first; bounded.
      */
     dueTargets(now: number, limit: number, skip: Iterable<string> = []): string[] {
-      return dueTargets.all(now, JSON.stringify([...skip]), limit).map((r) => r.target);
+      return dueTargets.all({ skip: JSON.stringify([...skip]), now, limit }).map((r) => r.target);
     },
     /** The target's due deliveries, but for those in `skip` (being attempted already). */
     dueForTarget(target: string, now: number, limit: number, skip: Iterable<string> = []): DueDelivery[] {
