@@ -23,6 +23,11 @@ function parseTxid(value: string): string {
   return value.toLowerCase();
 }
 
+/** An address as Till stores it: a bech32 one in lower case (a QR code often carries it in upper case, BIP 173 allows either). */
+function parseAddress(value: string): string {
+  return /^(bc|tb|bcrt)1/i.test(value) ? value.toLowerCase() : value;
+}
+
 function parseMetadataPair(value: string): { key: string; value: string } {
   const at = value.indexOf('=');
   if (at < 1) throw new InvalidArgumentError('--metadata must be key=value (order_id=1234)');
@@ -71,7 +76,7 @@ export function invoicesCommand(): Command {
 
   cmd.command('find').description('invoices newest first: those paid by a transaction, of an address, with a metadata value, or of a store (what is given must all match)')
     .addOption(new Option('--txid <txid>', 'a transaction that paid them').argParser(parseTxid))
-    .option('--address <address>', 'their payment address')
+    .addOption(new Option('--address <address>', 'their payment address').argParser(parseAddress))
     .addOption(new Option('--metadata <key=value>', 'a metadata entry, as the shop set it (reads every invoice of the store, or of all stores)').argParser(parseMetadataPair))
     .option('--store <id>', 'only this store')
     .addOption(new Option('--limit <n>', 'at most this many (1-10000)').default(50).argParser(parseIntegerOption('--limit', 1, 10_000)))

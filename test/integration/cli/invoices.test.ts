@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { runTillBeside } from '../../helpers/cli.ts';
+import { testTpub } from '../../helpers/keys.ts';
 import { call, setupStore, startTestTill, type TestTill } from '../../helpers/till-server.ts';
 import { createInvoice, receivePayment, simulate } from '../checkout/checkout-helpers.ts';
 
@@ -16,7 +17,8 @@ async function tillJsonBeside(till: TestTill, args: string[]): Promise<any> {
 /** A till with two stores; the first has a webhook endpoint and an invoice of order 1234 paid by two transactions. */
 async function tillWithHistory(t: Parameters<typeof startTestTill>[0]) {
   const till = await startTestTill(t);
-  const shop = setupStore(till);
+  // The shop's addresses are bech32, the other store's base58 (the test key's default).
+  const shop = setupStore(till, { xpub: `wpkh(${testTpub('invoices-cli')})` });
   const other = setupStore(till);
   const endpoint = await call(till, 'POST', `/v1/stores/${shop.storeId}/webhooks`, { key: shop.key, body: { url: 'https://shop.example/hooks' } });
   assert.equal(endpoint.status, 201, endpoint.text);
@@ -67,6 +69,10 @@ describe('till invoices', () => {
     assert.deepEqual(await ids(['--txid', 'CD'.repeat(32)]), [order.id], 'a txid in either case');
     assert.deepEqual(await ids(['--txid', 'ef'.repeat(32)]), []);
     assert.deepEqual(await ids(['--address', unpaid.address]), [unpaid.id]);
+    assert.match(unpaid.address, /^bcrt1/);
+    assert.deepEqual(await ids(['--address', unpaid.address.toUpperCase()]), [unpaid.id], 'a bech32 address in upper case, as QR codes carry it');
+    assert.deepEqual(await ids(['--address', elsewhere.address.toUpperCase()]), [], 'a base58 one is case-sensitive');
+    assert.deepEqual(await ids(['--address', elsewhere.address]), [elsewhere.id]);
     assert.deepEqual(await ids(['--metadata', 'order_id=1234']), [elsewhere.id, order.id], 'newest first, every store');
     assert.deepEqual(await ids(['--metadata', 'order_id=1234', '--store', shop.storeId]), [order.id]);
     assert.deepEqual(await ids(['--metadata', 'order_id=123']), [], 'the whole value, not a part');
