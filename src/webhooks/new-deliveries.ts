@@ -1,10 +1,10 @@
 /**
  * The targets (receivers) this process gave new deliveries since the delivery
  * worker last looked. Every new event wakes the worker; reading only these
- * spares it finding all targets with due deliveries, a walk of every due row,
- * which with a slow receiver's backlog grew to most of the event loop. What
- * falls due otherwise (a retry's time, another process's replay) is found by
- * the worker's full pump, every second.
+ * spares it looking for every target with due deliveries at each event (then
+ * a walk of every due row, which with a slow receiver's backlog grew to most
+ * of the event loop). What falls due otherwise (a retry's time, another
+ * process's replay) is found by the worker's full pump, every second.
  */
 export class NewDeliveries {
   #targets = new Set<string>();
