@@ -6,6 +6,11 @@ import { DELIVERY_STATUSES, getDelivery, listDeliveries, replayAllDead, replayDe
 import { withContext } from '../context.ts';
 import { emit, mandatory, parseIntegerOption, plural, table } from '../output.ts';
 
+/** What a listing says of a delivery's last attempt: a success its code (an error beside it, the answer's body cut short, did not keep the receiver from it), else its error or code. */
+export function lastAnswerOf(d: ReturnType<typeof deliveryView>): string {
+  return String((d.status === 'success' ? d.last_status_code : d.last_error ?? d.last_status_code) ?? '-');
+}
+
 export function deliveriesCommand(): Command {
   const cmd = new Command('deliveries').description('inspect, replay and prune webhook deliveries (works on the database; a running till sends replays within a second)');
 
@@ -21,8 +26,7 @@ export function deliveriesCommand(): Command {
       });
       // The text names each delivery's event and invoice, to tell them apart; the JSON has event_id for that.
       emit(this.optsWithGlobals(), ds, () => table(ds.map((d) => [
-        // A success says its code: an error beside it (the answer's body cut short) did not keep the receiver from it.
-        d.id, d.status, plural(d.total_attempts, 'try', 'tries'), String((d.status === 'success' ? d.last_status_code : d.last_error ?? d.last_status_code) ?? '-'),
+        d.id, d.status, plural(d.total_attempts, 'try', 'tries'), lastAnswerOf(d),
         kinds.get(d.event_id)?.type ?? '-', kinds.get(d.event_id)?.invoiceId ?? '-', d.url,
       ])));
     });

@@ -5,6 +5,7 @@ import { deliveryView } from '../../src/domain/webhook-views.ts';
 import { toIso } from '../../src/clock.ts';
 import { findInvoices, getInvoiceHistory } from '../../src/services/invoice-lookup.ts';
 import { withContext } from '../context.ts';
+import { lastAnswerOf } from './deliveries.ts';
 import { emit, parseIntegerOption, plural, table } from '../output.ts';
 
 // What an operator answers a buyer or the shop with: one invoice's whole
@@ -68,7 +69,7 @@ export function invoicesCommand(): Command {
           v.events.length === 0 ? '  (none)' : null,
           ...v.events.flatMap((e) => [
             `  ${e.created_at}  ${e.type}  ${e.id}`,
-            ...e.deliveries.map((d) => `    ${d.id}  ${d.status}  ${plural(d.total_attempts, 'try', 'tries')}  ${(d.status === 'success' ? d.last_status_code : d.last_error ?? d.last_status_code) ?? '-'}  ${d.url}`),
+            ...e.deliveries.map((d) => `    ${d.id}  ${d.status}  ${plural(d.total_attempts, 'try', 'tries')}  ${lastAnswerOf(d)}  ${d.url}`),
           ]),
         ].filter((line) => line !== null).join('\n');
       });
