@@ -695,6 +695,38 @@ describe('webhook delivery', () => {
     await f.till.rt.webhooks.stop();
   });
 
+  test('small bounds, four receivers on one host answering at random speeds, events in bursts: every delivery sent once, none left behind, without the timer', async (t) => {
+    // Tight bounds make every path of the worker run: read-ahead, targets waiting for the host's slots, the overall
+    // bound, answers that read no more rows (their last read found them all), pumps of only the targets given new
+    // deliveries. Without the 1 s timer, a delivery none of them picks up stays behind and the test fails.
+    const f = await startWebhookFixture(t, { events: ['invoice.created'], webhookTimeoutMs: 5000 });
+    for (const path of ['/second', '/third']) {
+      const res = await call(f.till, 'POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: { url: `${f.receiver.url}${path}`, enabled_events: ['invoice.created'] } });
+      assert.equal(res.status, 201, res.text);
+    }
+    let seed = 7;
+    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    f.receiver.respondWith(() => (random() < 0.5 ? answer.status(200) : answer.slowBody({ status: 200, chunk: 'ok', chunks: 1, intervalMs: Math.floor(random() * 40) })));
+    const { DeliveryWorker } = await import('../../../src/webhooks/delivery-worker.ts');
+    const worker = new DeliveryWorker(f.till.rt.ctx, silentLogger, { maxInFlight: 5, maxPerTarget: 2, maxPerOrigin: 3, timeoutMs: 5000 });
+    worker.start(3_600_000);
+    t.after(() => worker.stop());
+    const bursts = 6;
+    const perBurst = 15;
+    for (let b = 0; b < bursts; b++) {
+      await Promise.all(Array.from({ length: perBurst }, () => createInvoice(f, { amount_sats: 1000, callback_url: `${f.receiver.url}/callback` })));
+      await new Promise((resolve) => setTimeout(resolve, Math.floor(random() * 60)));
+    }
+    const expected = bursts * perBurst * 4;
+    await f.receiver.waitForRequests(expected, 30_000);
+    await waitFor(() => deliveriesOf(f.till).every((d) => d.status === 'success'), 'every outcome recorded');
+    await worker.stop();
+    const sent = f.receiver.requests.map((r) => `${r.headers['x-service-event-id']} ${r.url}`);
+    assert.equal(sent.length, expected, 'no delivery sent twice');
+    assert.equal(new Set(sent).size, expected);
+    assert.equal(deliveriesOf(f.till).length, expected);
+  });
+
   test('a backlog to a busy endpoint: each event sent once, every outcome recorded', async (t) => {
     // Answered attempts free their slot before their outcome commits; they must not be picked again meanwhile.
     const f = await startWebhookFixture(t, { events: ['invoice.created'] });
