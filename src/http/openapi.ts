@@ -360,6 +360,7 @@ export const OPENAPI_DOCUMENT = {
     },
     '/stores/{id}/xpubs': { get: { summary: 'How to add a store\'s xpub with the CLI (text/plain): the page 409 no_active_xpub links to when no dashboard_url is set', parameters: [idParam('id', 'store id (sto_…)')], responses: { '200': { description: 'text/plain' }, ...errors('not_found', FAILED_503) } } },
     '/checkout/{id}/qr.svg': { get: { summary: 'QR code of the BIP21 payment URI', parameters: [invoiceId], responses: { '200': { description: 'SVG' }, '304': NOT_MODIFIED, ...errors('not_found', FAILED_503) } } },
+    '/checkout/{id}/qr.png': { get: { summary: 'The same QR code as a PNG (the page without JavaScript: Tor Browser at its Safest level shows no SVG)', parameters: [invoiceId], responses: { '200': { description: 'PNG' }, '304': NOT_MODIFIED, ...errors('not_found', FAILED_503) } } },
     '/checkout/assets/{name}': { get: { summary: 'Checkout page assets', parameters: [idParam('name', 'asset file name')], responses: { '200': { description: 'asset' }, '304': NOT_MODIFIED, ...errors('not_found', FAILED_503) } } },
   }),
   // Any route: a request Node's parser refuses (framing, headers over 16 KiB, chunk extensions too large), one

@@ -46,7 +46,8 @@ export function renderPlainCheckout(view: CheckoutView, now: number): string {
   const refresh = refreshSeconds(view, state);
   const showExpiry = view.status === 'pending' && view.amount_received_sats < view.amount_sats && Date.parse(view.expires_at) > now;
   const fiat = view.amount && view.currency && state !== 'partial' ? `≈ ${groupedFiat(view.amount)} ${view.currency}` : '';
-  const qrSrc = `${encodeURIComponent(view.id)}/qr.svg?due=${due}`;
+  // A PNG, not the scripted page's SVG: Tor Browser at its Safest level (a reason to be here) shows no SVG.
+  const qrSrc = `${encodeURIComponent(view.id)}/qr.png?due=${due}`;
   return page({
     title: `Pay ${view.store.name}`,
     refresh,

@@ -150,6 +150,10 @@ async function servesTheDemo(t: TestContext, command: string[]): Promise<void> {
   const plain = await fetch(`${invoice.checkout_url}?plain`);
   assert.equal(plain.status, 200);
   assert.match(await plain.text(), /Waiting for payment/);
+  // Its QR code is a PNG, drawn by qrcode with the bundled pngjs.
+  const png = await fetch(`${invoice.checkout_url}/qr.png`);
+  assert.equal(png.headers.get('content-type'), 'image/png');
+  assert.deepEqual([...new Uint8Array(await png.arrayBuffer()).subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47]);
 
   type Health = { status: string; version: string; chain: { zmq: string; tip_height: number | null } };
   const health = () => fetch(`${till.url}/healthz`).then((r) => r.json() as Promise<Health>);
