@@ -14,7 +14,7 @@ import { capturedLogger } from '../../helpers/captured-log.ts';
 import { runTillBeside } from '../../helpers/cli.ts';
 import { tempDir } from '../../helpers/temp.ts';
 import { call, setupStore } from '../../helpers/till-server.ts';
-import { createInvoice, deliveriesOf, startWebhookFixture } from './helpers.ts';
+import { addEndpointsOnReceiver, createInvoice, deliveriesOf, startWebhookFixture } from './helpers.ts';
 import { holdWriteLock } from '../../helpers/write-lock.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
 
@@ -456,10 +456,7 @@ describe('webhook delivery', () => {
 
   test('three endpoints on one host, 16 attempts due for each: at most 32 go to the host at once, and every one answered in time is a success', async (t) => {
     const f = await startWebhookFixture(t, { events: ['invoice.created'], webhookTimeoutMs: 2000 });
-    for (const path of ['/second', '/third']) {
-      const res = await call(f.till, 'POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: { url: `${f.receiver.url}${path}`, enabled_events: ['invoice.created'] } });
-      assert.equal(res.status, 201, res.text);
-    }
+    await addEndpointsOnReceiver(f, ['/second', '/third']);
     // Each answer takes 1,200 ms of the 2,000 ms deadline: an attempt that waited for a socket behind another would miss it.
     let open = 0;
     let most = 0;
@@ -480,10 +477,7 @@ describe('webhook delivery', () => {
 
   test('two hanging endpoints filling their host\'s bound: a healthy endpoint on that host gets the slots they free, before their backlog', async (t) => {
     const f = await startWebhookFixture(t, { events: ['invoice.created'], webhookTimeoutMs: 2000 });
-    for (const path of ['/hang-a', '/hang-b']) {
-      const res = await call(f.till, 'POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: { url: `${f.receiver.url}${path}`, enabled_events: ['invoice.created'] } });
-      assert.equal(res.status, 201, res.text);
-    }
+    await addEndpointsOnReceiver(f, ['/hang-a', '/hang-b']);
     f.receiver.respondWith((req) => (req.url.startsWith('/hang') ? answer.hang() : answer.status(200)));
     for (let i = 0; i < 40; i++) await createInvoice(f);
     f.till.rt.webhooks.start(50);
@@ -700,10 +694,7 @@ describe('webhook delivery', () => {
     // bound, answers that read no more rows (their last read found them all), pumps of only the targets given new
     // deliveries. Without the 1 s timer, a delivery none of them picks up stays behind and the test fails.
     const f = await startWebhookFixture(t, { events: ['invoice.created'], webhookTimeoutMs: 5000 });
-    for (const path of ['/second', '/third']) {
-      const res = await call(f.till, 'POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: { url: `${f.receiver.url}${path}`, enabled_events: ['invoice.created'] } });
-      assert.equal(res.status, 201, res.text);
-    }
+    await addEndpointsOnReceiver(f, ['/second', '/third']);
     let seed = 7;
     const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
     f.receiver.respondWith(() => (random() < 0.5 ? answer.status(200) : answer.slowBody({ status: 200, chunk: 'ok', chunks: 1, intervalMs: Math.floor(random() * 40) })));

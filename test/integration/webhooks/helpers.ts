@@ -28,6 +28,14 @@ export async function startWebhookFixture(t: TestContext, opts: TestTillOptions 
   return { till, store, receiver, endpointId: res.body.id, secret: res.body.secret };
 }
 
+/** More endpoints of the fixture's store on its receiver, one at each path, for invoice.created: receivers sharing a host. */
+export async function addEndpointsOnReceiver(f: WebhookFixture, paths: string[]): Promise<void> {
+  for (const path of paths) {
+    const res = await call(f.till, 'POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: { url: `${f.receiver.url}${path}`, enabled_events: ['invoice.created'] } });
+    if (res.status !== 201) throw new Error(`endpoint creation failed: ${res.text}`);
+  }
+}
+
 export async function createInvoice(f: { till: TestTill; store: TestStore }, body: Record<string, unknown> = { amount_sats: 1000 }): Promise<any> {
   const res = await call(f.till, 'POST', '/v1/invoices', { key: f.store.key, body });
   if (res.status !== 201) throw new Error(`invoice creation failed: ${res.text}`);
