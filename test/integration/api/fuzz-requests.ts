@@ -104,7 +104,7 @@ function baseRequest(rng: Rng, w: FuzzWorld): FuzzRequest {
       case 17:
         return r('GET', `/pay/invoices/${inv}${rng.pick(['', '/events', '/stream'])}`);
       case 18:
-        return r('GET', rng.pick([`/checkout/${inv}`, `/checkout/${inv}/qr.svg`, '/checkout/', '/checkout', `/checkout/${inv}/`, '/checkout/assets/checkout.js']));
+        return r('GET', rng.pick([`/checkout/${inv}`, `/checkout/${inv}?plain`, `/checkout/${inv}/qr.svg`, `/checkout/${inv}/qr.png`, '/checkout/', '/checkout', `/checkout/${inv}/`, '/checkout/assets/checkout.js']));
       case 19:
         return r('GET', `/stores/${w.storeId}/xpubs`);
       case 20:
