@@ -36,8 +36,8 @@ function expiryText(view: CheckoutView, now: number): string {
 
 /**
  * The page for an invoice's snapshot at the server's `now`. Relative URLs as
- * on the scripted page (it is served at /checkout/<id>?plain), and its ids on
- * the same parts, for a merchant's stylesheet or a test.
+ * on the scripted page (it is served at /checkout/<id>?plain), and the same
+ * ids on the same parts (the browser tests find both pages' parts alike).
  */
 export function renderPlainCheckout(view: CheckoutView, now: number): string {
   const { state, title, detail } = describe(view, now);
