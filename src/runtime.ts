@@ -15,6 +15,7 @@ import { ExternalChanges } from './services/external-changes.ts';
 import { IDEMPOTENCY_TTL_MS, expireDueInvoices } from './services/invoices.ts';
 import { acquireServerLease, LEASE_RENEW_MS, LeaseLostError, refuseUpgradeUnderServer } from './services/server-lease.ts';
 import { listUnreadableSecrets } from './services/webhooks.ts';
+import { repairSharedKeys } from './services/xpubs.ts';
 import { startLoop } from './services/workers.ts';
 import { DeliveryWorker } from './webhooks/delivery-worker.ts';
 import { Bitcoind } from './bitcoin/bitcoind.ts';
@@ -65,9 +66,9 @@ export interface RuntimeOptions {
 }
 
 const RATE_KEY = 'usd_rate';
-// The server's page cache: the indexes a creation inserts into (the random
-// address index above all) stay in memory on a large database; it fills only
-// as pages are read (docs/DECISIONS.md).
+// The server's page cache: the index pages a creation inserts into stay in
+// memory on a large database; it fills only as pages are read
+// (docs/DECISIONS.md).
 const SERVER_PAGE_CACHE_MIB = 32;
 
 export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtime {
@@ -84,6 +85,12 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
   const ctx = createContext(db, clock, config);
   try {
     checkSecretKey(ctx, logger);
+    for (const r of repairSharedKeys(ctx)) {
+      logger.warn(
+        { xpubs: r.xpubIds, retired: r.retired, next_index: r.nextIndex },
+        `xpubs ${r.xpubIds.join(', ')} are one key (added in two forms by an older Till): they would hand out the same addresses, so they now all go on from index ${r.nextIndex}${r.retired.length ? ` and ${r.retired.join(', ')} is retired (till xpub list)` : ''}`,
+      );
+    }
   } catch (err) {
     db.close();
     throw err;

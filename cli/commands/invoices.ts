@@ -77,7 +77,7 @@ export function invoicesCommand(): Command {
 
   cmd.command('find').description('invoices newest first: those paid by a transaction, of an address, with a metadata value, or of a store (what is given must all match)')
     .addOption(new Option('--txid <txid>', 'a transaction that paid them').argParser(parseTxid))
-    .addOption(new Option('--address <address>', 'their payment address').argParser(parseAddress))
+    .addOption(new Option('--address <address>', 'their payment address (reads every invoice of the store, or of all stores)').argParser(parseAddress))
     .addOption(new Option('--metadata <key=value>', 'a metadata entry, as the shop set it (reads every invoice of the store, or of all stores)').argParser(parseMetadataPair))
     .option('--store <id>', 'only this store')
     .addOption(new Option('--limit <n>', 'at most this many (1-10000)').default(50).argParser(parseIntegerOption('--limit', 1, 10_000)))

@@ -270,9 +270,10 @@ export function createInvoicesRepo(db: Db) {
       return load(byRowid.get(rowid));
     },
     /**
-     * Invoices matching every part of the lookup, newest first. A txid or an
-     * address is an index read; a metadata pair reads the store's invoices
-     * (every invoice without a store): for an operator's command, not a request.
+     * Invoices matching every part of the lookup, newest first. A txid is an
+     * index read; an address or a metadata pair reads the store's invoices
+     * (every invoice without a store; no index on the address: migration
+     * 0013): for an operator's command, not a request.
      */
     find(q: InvoiceLookup): StoredInvoice[] {
       const where: string[] = [];

@@ -27,17 +27,35 @@ export function migrate(db: Database.Database, beforeUpgrade?: (db: Database.Dat
     beforeUpgrade?.(db);
     onUpgrade?.(from, LATEST_SCHEMA_VERSION);
   }
-  db.transaction(() => {
-    // Read again under the write lock: another process (the server and a CLI
-    // command started together after an upgrade) may have applied some meanwhile.
-    const current = schemaVersion(db);
-    refuseNewer(current);
-    for (const m of MIGRATIONS.slice(current)) {
-      db.exec(m.sql);
-      db.pragma(`user_version = ${m.version}`);
-    }
-  }).immediate();
+  // Off while migrations run, as SQLite's way to rebuild a table needs (a
+  // DROP TABLE of a referenced table would fail or delete its rows' links);
+  // the transaction still checks every link before it commits. The pragma
+  // does nothing inside a transaction, hence outside it.
+  const foreignKeys = db.pragma('foreign_keys', { simple: true }) as number;
+  db.pragma('foreign_keys = OFF');
+  try {
+    db.transaction(() => {
+      // Read again under the write lock: another process (the server and a CLI
+      // command started together after an upgrade) may have applied some meanwhile.
+      const current = schemaVersion(db);
+      refuseNewer(current);
+      for (const m of MIGRATIONS.slice(current)) {
+        db.exec(m.sql);
+        db.pragma(`user_version = ${m.version}`);
+      }
+      if (foreignKeys) refuseBrokenLinks(db);
+    }).immediate();
+  } finally {
+    db.pragma(`foreign_keys = ${foreignKeys ? 'ON' : 'OFF'}`);
+  }
   return LATEST_SCHEMA_VERSION;
+}
+
+function refuseBrokenLinks(db: Database.Database): void {
+  const broken = db.pragma('foreign_key_check') as Array<{ table: string; parent: string }>;
+  if (broken.length > 0) {
+    throw new Error(`the upgrade would leave ${broken.length} row(s) of ${broken[0]!.table} pointing at no ${broken[0]!.parent}: nothing was changed`);
+  }
 }
 
 export function schemaVersion(db: Database.Database): number {

@@ -43,7 +43,7 @@ export function addXpub(ctx: Context, input: AddXpubInput): { xpub: XpubRecord; 
       throw invalidField('xpub', `this key is already registered for store ${elsewhere.storeId} (${elsewhere.env}); one key serves one store and environment, or addresses would be shared`);
     }
     const current = ctx.repos.xpubs.findActive(store.id, input.env);
-    const same = known[0];
+    const same = known.find((x) => x.id === current?.id) ?? known[0];
     let retired: XpubRecord | null = null;
     if (current && current.id !== same?.id) {
       ctx.repos.xpubs.retire(current.id, now);
@@ -53,6 +53,7 @@ export function addXpub(ctx: Context, input: AddXpubInput): { xpub: XpubRecord; 
     if (same) {
       // Re-adding a retired key resumes at its next index: no address is reused; it keeps its gap limit unless given one.
       ctx.repos.xpubs.reactivate(same.id, input.gapLimit ?? same.gapLimit);
+      catchUpWithTwins(ctx, same, known);
       id = same.id;
     } else {
       id = newId('xpb', now);
@@ -62,6 +63,60 @@ export function addXpub(ctx: Context, input: AddXpubInput): { xpub: XpubRecord; 
   });
   const firstAddresses = deriveAddresses(ctx, result.xpub, 0, 3).map((a) => a.address);
   return { ...result, firstAddresses };
+}
+
+/** Moves a key's next index past every index its twins (rows of the same key) handed out. */
+function catchUpWithTwins(ctx: Context, key: XpubRecord, twins: XpubRecord[]): void {
+  const ahead = Math.max(...twins.map((x) => x.nextIndex)) - key.nextIndex;
+  if (ahead > 0) ctx.repos.xpubs.skipIndexes(key.id, ahead);
+}
+
+export interface SharedKeyRepair {
+  /** The key's rows, oldest first. */
+  xpubIds: string[];
+  retired: string[];
+  /** The active row's next index now (the highest of the rows'). */
+  nextIndex: number;
+}
+
+/**
+ * Before a key was known by what its addresses derive from (3402cca, 25
+ * November), one key pasted in two forms became two rows, each counting its
+ * own indexes from 0: they hand out the same addresses. Nothing else stops
+ * that since the unique address index went (migration 0013), so each start
+ * repairs such rows: the oldest active one stays (a younger one's invoices
+ * failed on the shared address before), the others are retired, and the one
+ * left active moves past every index the rows handed out (a retired one does
+ * when it is added again: addXpub). Returns what it changed.
+ */
+export function repairSharedKeys(ctx: Context): SharedKeyRepair[] {
+  const unsafe = () => {
+    const byIdentity = new Map<string, XpubRecord[]>();
+    for (const x of ctx.repos.xpubs.list()) {
+      let identity: string;
+      try {
+        identity = parseWatchKey(x.keyText, ctx.config.network, { requireNetworkMatch: false }).identity;
+      } catch {
+        continue; // not a key this Till reads: it hands out nothing either
+      }
+      byIdentity.set(identity, [...(byIdentity.get(identity) ?? []), x]);
+    }
+    return [...byIdentity.values()].filter((rows) => {
+      const active = rows.filter((x) => x.status === 'active');
+      return active.length > 1 || (active.length === 1 && active[0]!.nextIndex < Math.max(...rows.map((x) => x.nextIndex)));
+    });
+  };
+  if (unsafe().length === 0) return [];
+  return inTransaction(ctx.db, () =>
+    unsafe().map((rows) => {
+      rows.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
+      const keep = rows.find((x) => x.status === 'active')!;
+      const retired = rows.filter((x) => x.status === 'active' && x !== keep).map((x) => x.id);
+      for (const id of retired) ctx.repos.xpubs.retire(id, ctx.clock.now());
+      catchUpWithTwins(ctx, keep, rows);
+      return { xpubIds: rows.map((x) => x.id), retired, nextIndex: ctx.repos.xpubs.get(keep.id)!.nextIndex };
+    }),
+  );
 }
 
 /** A store id that names no store is refused (a typo must not read as "none"). */

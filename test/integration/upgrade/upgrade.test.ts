@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { SECRET_KEY_FILE } from '../../../src/auth/secret-box.ts';
@@ -13,6 +13,8 @@ import { WATCH_WHILE_NEEDED } from '../../../src/db/invoices.ts';
 import { LATEST_SCHEMA_VERSION, UPGRADE_NOTICE } from '../../../src/db/migrate.ts';
 import { MIGRATIONS } from '../../../src/db/migrations/index.ts';
 import { createRuntime } from '../../../src/runtime.ts';
+import { createContext, type Context } from '../../../src/services/context.ts';
+import { addXpub, retireXpub } from '../../../src/services/xpubs.ts';
 import { capturedLogger } from '../../helpers/captured-log.ts';
 import { tempDir } from '../../helpers/temp.ts';
 import { nodeEnv } from '../chain/helpers.ts';
@@ -96,6 +98,75 @@ test('schema 3 with NULL watch_until (Till 4766678..d17239c): a pending invoice 
   rt.ctx.repos.invoices.insert({ ...made, id: 'inv_01m8ar62zsa6vrqb4kv36keecf', addressIndex: 8, address: 'made-after-the-upgrade', scriptHex: '00'.repeat(22), payments: [] });
   const watchUntil = rt.ctx.db.prepare("SELECT watch_until FROM invoices WHERE id = 'inv_01m8ar62zsa6vrqb4kv36keecf'").pluck().get();
   assert.equal(watchUntil, WATCH_WHILE_NEEDED);
+});
+
+// Before 3402cca (25 November) one key pasted in two forms became two rows, each
+// counting its indexes from 0. Rows such a Till could have written beside
+// D17239C_ROWS' key (a bare tpub, p2pkh): the same key with its origin, added
+// earlier to the same store and retired after handing out indexes 0-2, and as a
+// descriptor to a second store, active and never used (its first invoice failed
+// on the unique address then).
+const KEY = 'tpubDCMq5BDBkbJSY6tMEjQkAntfP44frop1EYxFyEDMuhq617fs3B5MLcVyGxPqyPL6nfHBbJb5apVn3wLCpB2UbFUTKagz9zRFUzfuXashsHM';
+const TWIN_ROWS = `
+INSERT INTO xpubs (id, store_id, env, key_text, script_type, key_network, gap_limit, next_index, status, created_at, retired_at) VALUES ('xpb_01m8ar5ws0000000000000000a', 'sto_01m8ar5xe11h1e1aa1pssfjdhg', 'live', 'pkh([d34db33f/44h/1h/0h]${KEY}/0/*)', 'p2pkh', 'test', 20, 3, 'retired', 1795657234000, 1795657235265);
+`;
+const TWIN_IN_SECOND_STORE_ROWS = `
+INSERT INTO stores (id, name, mode, created_at) VALUES ('sto_01m8ar70000000000000000000', 'Second Shop', 'test', 1795657300000);
+INSERT INTO xpubs (id, store_id, env, key_text, script_type, key_network, gap_limit, next_index, status, created_at) VALUES ('xpb_01m8ar7000000000000000000b', 'sto_01m8ar70000000000000000000', 'test', 'pkh(${KEY})', 'p2pkh', 'test', 20, 0, 'active', 1795657300000);
+`;
+const FIRST = 'xpb_01m8ar5ws0000000000000000a';
+const ORIGINAL = 'xpb_01m8ar5yt11v72h545ty7882rm';
+const SECOND_STORE = 'xpb_01m8ar7000000000000000000b';
+
+function schema3WithTwins(t: TestContext, rows: string): string {
+  const dir = tempDir(t);
+  const old = new Database(databasePath(dir));
+  old.pragma('journal_mode = WAL');
+  old.exec(MIGRATIONS[0]!.sql);
+  old.exec(MIGRATIONS[1]!.sql);
+  old.exec(OLD_0003_NULL_WATCH);
+  old.pragma('user_version = 3');
+  old.exec(D17239C_ROWS);
+  old.exec(rows);
+  old.close();
+  writeFileSync(join(dir, SECRET_KEY_FILE), '11'.repeat(32) + '\n', { mode: 0o600 });
+  return dir;
+}
+
+const keyState = (ctx: Context) => Object.fromEntries(ctx.repos.xpubs.list().map((x) => [x.id, `${x.status} ${x.nextIndex}`]));
+
+test('one key added in two forms by a Till before 3402cca: the server\'s start leaves one row active, every row after the indexes any of them handed out', (t) => {
+  const dir = schema3WithTwins(t, TWIN_ROWS + TWIN_IN_SECOND_STORE_ROWS);
+  const { logger, lines } = capturedLogger();
+  const rt = createRuntime(loadConfig({ env: { TILL_DATA_DIR: dir, TILL_NETWORK: 'regtest', TILL_RATES: 'fixed:65000', TILL_BITCOIND: 'false' } }), { clock: new ManualClock(CREATED_AT + 60_000), logger });
+  t.after(() => rt.stop());
+  // The original store keeps its key; the second store's copy would have handed out the original's addresses 0-7.
+  assert.deepEqual(keyState(rt.ctx), { [FIRST]: 'retired 3', [ORIGINAL]: 'active 8', [SECOND_STORE]: 'retired 0' });
+  const warned = lines.filter((l) => l.level === 40 && /are one key/.test(String(l.msg)));
+  assert.deepEqual(warned.map((l) => [l.xpubs, l.retired, l.next_index]), [[[FIRST, ORIGINAL, SECOND_STORE], [SECOND_STORE], 8]]);
+  assert.match(String(warned[0]!.msg), new RegExp(`go on from index 8 and ${SECOND_STORE} is retired`));
+  assert.equal(rt.ctx.repos.xpubs.findActive('sto_01m8ar70000000000000000000', 'test'), null, 'the second store asks for a key of its own (409 no_active_xpub)');
+
+  // A second start finds nothing more to repair, even once the key moved on.
+  rt.ctx.repos.xpubs.takeNextIndex(ORIGINAL);
+  rt.ctx.db.close();
+  const { logger: logger2, lines: lines2 } = capturedLogger();
+  const again = createRuntime(loadConfig({ env: { TILL_DATA_DIR: dir, TILL_NETWORK: 'regtest', TILL_RATES: 'fixed:65000', TILL_BITCOIND: 'false' } }), { clock: new ManualClock(CREATED_AT + 120_000), logger: logger2 });
+  t.after(() => again.stop());
+  assert.deepEqual(lines2.filter((l) => /are one key/.test(String(l.msg))), []);
+});
+
+test('one key added in two forms by a Till before 3402cca: added again by the CLI before any server start, it goes on after both rows\' indexes', (t) => {
+  const dir = schema3WithTwins(t, TWIN_ROWS);
+  const config = loadConfig({ env: { TILL_DATA_DIR: dir, TILL_NETWORK: 'regtest', TILL_RATES: 'fixed:65000' } });
+  const db = openDatabase(dir);
+  t.after(() => db.close());
+  const ctx = createContext(db, new ManualClock(CREATED_AT + 60_000), config);
+  retireXpub(ctx, ORIGINAL);
+  // The oldest row of the key comes back (it handed out 0-2); the original handed out 0-7.
+  const { xpub } = addXpub(ctx, { storeId: 'sto_01m8ar5xe11h1e1aa1pssfjdhg', env: 'live', key: KEY });
+  assert.equal(xpub.id, FIRST);
+  assert.equal(xpub.nextIndex, 8);
 });
 
 // Migration 0007 as Till had it from 519a00f to 02c8492: the table was named mempool_spends.
