@@ -101,9 +101,10 @@ export class DeliveryWorker {
   #readAheadRows = 0;
   /**
    * Targets with attempts under way whose last read of due rows found fewer
-   * than it asked for: all there were. Their answers read no more; rows due
-   * since (a new event, a retry's time) are found by a pump, which every new
-   * event and the 1 s timer run.
+   * than it asked for: all there were. Their answers read no more until a
+   * pump (every new event's for its targets, the 1 s timer's for all) says
+   * rows may be due since: it reads them, or, when the target is too busy to
+   * read, leaves that to its next answer.
    */
   readonly #drained = new Set<string>();
   #timer: NodeJS.Timeout | null = null;
@@ -204,12 +205,15 @@ export class DeliveryWorker {
    * (`rowsMayBeNew` is false: an answer, not a pump).
    */
   #startDue(target: string, now: number, started: Promise<void>[], rowsMayBeNew = false): void {
+    // Rows may be due that the last read did not see: whatever reads next (this pump, or an answer once
+    // the target is down to half its bound) must read them.
+    if (rowsMayBeNew) this.#drained.delete(target);
     if (this.#unrecorded > 0) return;
     const busy = this.#perTarget.get(target) ?? 0;
     const room = Math.min(this.#maxPerTarget - busy, this.#maxInFlight - this.#sending);
     if (room <= 0) return;
     let ahead = this.#readAhead.get(target) ?? [];
-    if (ahead.length < room && busy <= this.#maxPerTarget / 2 && (rowsMayBeNew || !this.#drained.has(target))) {
+    if (ahead.length < room && busy <= this.#maxPerTarget / 2 && !this.#drained.has(target)) {
       // Read ahead only while the target's own bound is what limits it, and within the overall cap.
       const spare = room < this.#maxPerTarget - busy ? 0 : READ_AHEAD_MAX_ROWS - this.#readAheadRows;
       const limit = Math.max(room, Math.min(this.#maxPerTarget * READ_AHEAD, room + spare)) - ahead.length;
@@ -303,8 +307,19 @@ export class DeliveryWorker {
     if (running) return running;
     const d = this.#ctx.repos.webhookDeliveries.getAttempting(id);
     if (!d) return;
+    // A pump may have read it ahead since it was committed: started here, it must not start there again.
+    this.#dropReadAhead(d.target, id);
     const sealed = this.#ctx.repos.webhookEndpoints.sendingSecrets(d, this.#ctx.clock.now());
     await this.#start(d, sealed, originOf(targetUrl(d, sealed)));
+  }
+
+  #dropReadAhead(target: string, id: string): void {
+    const ahead = this.#readAhead.get(target);
+    const at = ahead?.findIndex((d) => d.id === id) ?? -1;
+    if (at < 0) return;
+    ahead!.splice(at, 1);
+    this.#readAheadRows--;
+    if (ahead!.length === 0) this.#readAhead.delete(target);
   }
 
   /**

@@ -689,6 +689,55 @@ describe('webhook delivery', () => {
     await f.till.rt.webhooks.stop();
   });
 
+  for (const { maxPerTarget, underWay, why } of [
+    { maxPerTarget: 2, underWay: 2, why: 'no room for it' },
+    { maxPerTarget: 4, underWay: 3, why: 'more than half its bound busy' },
+  ]) {
+    test(`a new event for an endpoint with ${why} goes out as soon as an attempt answers, without the timer`, async (t) => {
+      // Its pump cannot read the new row then; the endpoint's last read had found every row (nothing more to read
+      // on an answer): the pump must leave the read to the next answer.
+      const f = await startWebhookFixture(t, { events: ['invoice.created'] });
+      f.receiver.respondWith(() => answer.slowBody({ status: 200, chunk: 'ok', chunks: 1, intervalMs: 300 }));
+      const { DeliveryWorker } = await import('../../../src/webhooks/delivery-worker.ts');
+      const worker = new DeliveryWorker(f.till.rt.ctx, silentLogger, { maxPerTarget, timeoutMs: 5000 });
+      worker.start(3_600_000);
+      t.after(() => worker.stop());
+      for (let i = 1; i <= underWay; i++) {
+        await createInvoice(f);
+        await f.receiver.waitForRequests(i, 2000);
+      }
+      await createInvoice(f);
+      await f.receiver.waitForRequests(underWay + 1, 3000);
+      await worker.stop();
+    });
+  }
+
+  test('the endpoint test call sends its delivery once, even when a pump read it ahead before the call started it', async (t) => {
+    const f = await startWebhookFixture(t, { events: ['invoice.created'] });
+    f.receiver.respondWith((req) => (req.headers['x-service-event-type'] === 'webhook.test' ? answer.status(200) : answer.hang()));
+    const { DeliveryWorker } = await import('../../../src/webhooks/delivery-worker.ts');
+    const { queueTestDelivery } = await import('../../../src/services/webhooks.ts');
+    const { runRequestedWrite } = await import('../../../src/services/disk.ts');
+    const worker = new DeliveryWorker(f.till.rt.ctx, silentLogger, { maxPerTarget: 2, timeoutMs: 1000 });
+    t.after(() => worker.stop());
+    await createInvoice(f);
+    await worker.pump(); // its invoice.created hangs
+    f.till.clock.advance(1);
+    await createInvoice(f);
+    f.till.clock.advance(1);
+    // The route commits the test delivery, then starts it; a pump in between (the timer, another event's, during
+    // the commit's fdatasync) reads it ahead, behind the second invoice.created, which takes the last slot.
+    const id = await runRequestedWrite(f.till.rt.ctx, () => queueTestDelivery(f.till.rt.ctx, f.store.storeId, f.endpointId));
+    await worker.pump();
+    await worker.deliverNow(id);
+    // The hanging attempts time out; their answers start what is read ahead.
+    await waitFor(() => deliveriesOf(f.till).filter((d) => d.id !== id && d.attempts > 0).length === 2, 'both invoice.created attempts timed out and recorded');
+    const tests = () => f.receiver.requests.filter((r) => r.headers['x-service-event-type'] === 'webhook.test');
+    await waitFor(() => tests().length > 1, 'a second test request', 500).catch(() => {});
+    assert.equal(tests().length, 1);
+    assert.equal(f.till.rt.ctx.repos.webhookDeliveries.attempts(id).length, 1, 'its one attempt recorded');
+  });
+
   test('small bounds, four receivers on one host answering at random speeds, events in bursts: every delivery sent once, none left behind, without the timer', async (t) => {
     // Tight bounds make every path of the worker run: read-ahead, targets waiting for the host's slots, the overall
     // bound, answers that read no more rows (their last read found them all), pumps of only the targets given new
