@@ -198,6 +198,12 @@ function withHeaders<T extends Record<string, Record<string, { responses: Record
 }
 
 const invoiceId = idParam('id', 'invoice id (inv_…)');
+const plainParam = {
+  name: 'plain',
+  in: 'query',
+  schema: { type: 'string' },
+  description: 'present (any value): the page rendered by the server for a browser without JavaScript, reloaded by a meta refresh (docs/CHECKOUT.md); the static page sends such a browser here',
+} as const;
 const storeId = idParam('id', "the API key's own store (sto_…)");
 const endpointId = idParam('wid', 'webhook endpoint id (we_…)');
 const endpointFields = {
@@ -334,15 +340,7 @@ export const OPENAPI_DOCUMENT = {
     '/checkout/{id}': {
       get: {
         summary: 'Hosted checkout page',
-        parameters: [
-          invoiceId,
-          {
-            name: 'plain',
-            in: 'query',
-            schema: { type: 'string' },
-            description: 'present (any value): the page rendered by the server for a browser without JavaScript, reloaded by a meta refresh (docs/CHECKOUT.md); the static page sends such a browser here',
-          },
-        ],
+        parameters: [invoiceId, plainParam],
         responses: {
           '200': { description: 'HTML' },
           '304': NOT_MODIFIED,
@@ -355,6 +353,7 @@ export const OPENAPI_DOCUMENT = {
     '/checkout/': {
       get: {
         summary: 'A checkout link cut short before its id: the page (HTML), which says the invoice is not found; /checkout redirects here',
+        parameters: [plainParam],
         responses: { '308': { description: '/checkout redirects to checkout/ (the page\'s files are relative to it)' }, '404': { description: 'the page (HTML)' }, ...errors(FAILED_503) },
       },
     },

@@ -58,8 +58,7 @@ export function registerCheckoutPage(app: H3, rt: Runtime): void {
   };
 
   /** The page rendered here for a browser without JavaScript, which the static page's <noscript> sends it to. */
-  const sendPlainPage = (event: H3Event) => {
-    const inv = findInvoice(pageInvoiceId(event));
+  const sendPlainPage = (event: H3Event, inv: StoredInvoice | null) => {
     const html = inv ? renderPlainCheckout(currentCheckoutView(ctx, inv), ctx.clock.now()) : renderPlainNotFound();
     return sendAsset(event, toAsset(html, 'text/html; charset=utf-8'), { status: inv ? 200 : 404, headers: PAGE_HEADERS });
   };
@@ -71,15 +70,19 @@ export function registerCheckoutPage(app: H3, rt: Runtime): void {
       if (event.url.pathname.endsWith('/')) {
         return new Response(null, { status: 308, headers: { location: `../${event.context.params!.id}${event.url.search}` } });
       }
-      if (event.url.searchParams.has('plain')) return sendPlainPage(event);
+      if (event.url.searchParams.has('plain')) return sendPlainPage(event, findInvoice(pageInvoiceId(event)));
       return sendPage(event, findInvoice(pageInvoiceId(event)) !== null);
     },
   });
 
   // A link cut short before its id: the page, which says the invoice is not found; from /checkout/, where its files
-  // resolve (the router takes /checkout for it too).
+  // resolve (the router takes /checkout for it too). Without JavaScript the page sends the browser to ?plain: the
+  // plain "not found" (the page again would send it there again, forever).
   defineRoute(app, '/checkout/', {
-    GET: (event) => (event.url.pathname.endsWith('/') ? sendPage(event, false) : new Response(null, { status: 308, headers: { location: `checkout/${event.url.search}` } })),
+    GET: (event) => {
+      if (!event.url.pathname.endsWith('/')) return new Response(null, { status: 308, headers: { location: `checkout/${event.url.search}` } });
+      return event.url.searchParams.has('plain') ? sendPlainPage(event, null) : sendPage(event, false);
+    },
   });
 
   /** What the QR code of the page at `event` asks for (dueUri), or 404 for an unknown invoice. */

@@ -154,6 +154,18 @@ describe('GET /checkout/:id?plain, the page without JavaScript', () => {
     }
   });
 
+  test('a link cut short before its id (/checkout/) sends a browser without JavaScript to the plain 404 once, not round again', async (t) => {
+    const till = await startTestTill(t);
+    const page = await call(till, 'GET', '/checkout/');
+    assert.equal(page.status, 404);
+    assert.match(page.text, /<noscript><meta http-equiv="refresh" content="0; url=\?plain"><\/noscript>/);
+    const plain = await call(till, 'GET', '/checkout/?plain');
+    assert.equal(plain.status, 404);
+    assert.match(wordsOf(plain.text), /Invoice not found Check the link you were given/);
+    assert.equal(refreshOf(plain.text), null);
+    assert.doesNotMatch(plain.text, /<script/);
+  });
+
   test('the scripted page sends a browser without JavaScript here, and links to it', async (t) => {
     const till = await startTestTill(t);
     const inv = await createInvoice(till, setupStore(till));
