@@ -29,6 +29,11 @@ function parseAddress(value: string): string {
   return /^(bc|tb|bcrt)1/i.test(value) ? value.toLowerCase() : value;
 }
 
+/** A metadata key or value as `--metadata` takes it, JSON-quoted if it would not read back as one (spaces, `=`, a line break: the shop's text must not fake lines of the report). */
+function quoted(text: string): string {
+  return /^[^\s="\\]+$/.test(text) ? text : JSON.stringify(text);
+}
+
 function parseMetadataPair(value: string): { key: string; value: string } {
   const at = value.indexOf('=');
   if (at < 1) throw new InvalidArgumentError('--metadata must be key=value (order_id=1234)');
@@ -50,7 +55,7 @@ export function invoicesCommand(): Command {
       emit(this.optsWithGlobals(), view, () => {
         const v = view;
         const fiat = v.amount ? ` (${v.amount} ${v.currency} at ${v.rate!.usd_per_btc} USD/BTC from ${v.rate!.source})` : '';
-        const metadata = Object.entries(v.metadata).map(([k, x]) => `${k}=${x}`).join('  ');
+        const metadata = Object.entries(v.metadata).map(([k, x]) => `${quoted(k)}=${quoted(x)}`).join('  ');
         const closed = [['paid', v.paid_at], ['cancelled', v.cancelled_at], ['expired', v.expired_at]].filter(([, at]) => at !== null).map(([what, at]) => `${what} ${at}`);
         return [
           `${v.id}  ${v.status}  ${v.livemode ? 'live' : 'test'}  store ${v.store_id}`,

@@ -27,7 +27,8 @@ async function tillWithHistory(t: Parameters<typeof startTestTill>[0]) {
   await receivePayment(till, order.id, 6_000, 'cd');
   // Newest first is by id, whose time part is the creation's millisecond: the test clock moves between them.
   till.clock.advance(1000);
-  const unpaid = await createInvoice(till, shop, { amount_sats: 5_000, metadata: { order_id: '1235' } });
+  // A note as a shop might copy it from a buyer: text that reads like lines of the report.
+  const unpaid = await createInvoice(till, shop, { amount_sats: 5_000, metadata: { order_id: '1235', 'buyer note': `thanks!\npayments\n  ${'ef'.repeat(32)}:0  5,000 sats  confirmed` } });
   till.clock.advance(1000);
   const elsewhere = await createInvoice(till, other, { amount_sats: 7_000, metadata: { order_id: '1234' } });
   await simulate(till, other, elsewhere.id, 'paid');
@@ -36,7 +37,7 @@ async function tillWithHistory(t: Parameters<typeof startTestTill>[0]) {
 
 describe('till invoices', () => {
   test('show: the invoice, its payments, and each event with its webhook deliveries', async (t) => {
-    const { till, shop, order } = await tillWithHistory(t);
+    const { till, shop, order, unpaid } = await tillWithHistory(t);
     const shown = await tillJsonBeside(till, ['invoices', 'show', order.id]);
     assert.equal(shown.id, order.id);
     assert.equal(shown.store_id, shop.storeId);
@@ -58,6 +59,12 @@ describe('till invoices', () => {
     assert.match(human.stdout, /^received  10,000 sats, 0 sats confirmed \(1 confirmation required\)$/m);
     assert.match(human.stdout, new RegExp(`^address   ${order.address} \\(key ${stored.xpubId}, index ${stored.addressIndex}\\)$`, 'm'));
     assert.match(human.stdout, /^metadata  order_id=1234  customer=bob$/m);
+
+    // The shop's text stays on its line, quoted: it cannot add a payment to the report.
+    const noted = await runTillBeside(till, ['invoices', 'show', unpaid.id]);
+    assert.equal(noted.code, 0, noted.stderr);
+    assert.match(noted.stdout, new RegExp(`^metadata  order_id=1235  "buyer note"="thanks!\\\\npayments\\\\n  ${'ef'.repeat(32)}:0  5,000 sats  confirmed"$`, 'm'));
+    assert.deepEqual(noted.stdout.split('\n').filter((line) => /^payments$|^ {2}\(none\)$/.test(line)), ['payments', '  (none)']);
     assert.match(human.stdout, new RegExp(`^  ${'cd'.repeat(32)}:0  6,000 sats  mempool  first seen `, 'm'));
     assert.match(human.stdout, /^ {2}\S+  invoice\.payment_detected  evt_\S+$/m);
     assert.match(human.stdout, /^ {4}dlv_\S+  attempting  0 tries  -  https:\/\/shop\.example\/hooks$/m);
