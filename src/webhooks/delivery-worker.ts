@@ -180,8 +180,10 @@ export class DeliveryWorker {
   async pump(full = true): Promise<Promise<void>[]> {
     // Most wakes (an attempt finished) find the outbox empty: check with a read before taking the write lock.
     while (this.#ctx.repos.events.hasUndispatched() && (await this.#ctx.writes.run(() => dispatchEvents(this.#ctx))) > 0);
-    const now = this.#ctx.clock.now();
     const started: Promise<void>[] = [];
+    // A wake scheduled before stop(), or stop() during the dispatch: what stop() waited for is all there is.
+    if (this.#stopping) return started;
+    const now = this.#ctx.clock.now();
     const fresh = this.#ctx.newDeliveries.take();
     // Only a full pump knows whether targets are still left waiting for the overall bound.
     if (full) this.#starved = false;

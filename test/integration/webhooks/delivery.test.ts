@@ -712,6 +712,18 @@ describe('webhook delivery', () => {
     });
   }
 
+  test('a pump due when the worker stops sends nothing: stopped means nothing more goes out', async (t) => {
+    const f = await startWebhookFixture(t, { events: ['invoice.created'] });
+    const { DeliveryWorker } = await import('../../../src/webhooks/delivery-worker.ts');
+    const worker = new DeliveryWorker(f.till.rt.ctx, silentLogger, { timeoutMs: 5000 });
+    await createInvoice(f);
+    worker.start(3_600_000); // pumps soon (its first wake), not at once
+    await worker.stop();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(f.receiver.requests.length, 0);
+    assert.deepEqual(deliveriesOf(f.till).map((d) => [d.status, d.attempts]), [['attempting', 0]]);
+  });
+
   test('the endpoint test call sends its delivery once, even when a pump read it ahead before the call started it', async (t) => {
     const f = await startWebhookFixture(t, { events: ['invoice.created'] });
     f.receiver.respondWith((req) => (req.headers['x-service-event-type'] === 'webhook.test' ? answer.status(200) : answer.hang()));
