@@ -322,7 +322,7 @@ export async function runInvoicesBench(): Promise<BenchRow[]> {
     ];
     const usEach = (perSec: number) => Math.round(1e6 / perSec);
     const commits =
-      `each creation costs ~${usEach(create.requestsPerSec)} µs of the one event loop at this rate (~115-130 µs on the VMs of 2026-11-23 to 26), ~60 % of it the write path: the invoice row and its six B-trees, the invoice.created event and its delivery rows, and the group commit (~3.7 WAL pages per creation with 64 stores, each page two write calls; the fsync waits off the loop; each store has its own insertion point in the list index, and the unique address index is a random-page insert: those two are ~70 % of the pages); the rest is HTTP, the API key check, validation, the response and the log line. The in-process row is the write path alone (docs/PERFORMANCE.md).`;
+      `each creation costs ~${usEach(create.requestsPerSec)} µs of the one event loop at this rate (~115-130 µs on the VMs of 2026-11-23 to 26), ~${Math.round((100 * create.requestsPerSec) / service)} % of it the write path: the invoice row and its five B-trees, the invoice.created event and its delivery rows, and the group commit (~2.4 WAL pages per creation with 64 stores, each page two write calls; the fsync waits off the loop; each store has its own insertion point in the list index: ~2/3 of the pages); the rest is HTTP, the API key check, validation, the response and the log line. The in-process row is the write path alone (docs/PERFORMANCE.md).`;
     const belowCeiling = (target: number) =>
       echoRun.requestsPerSec < target ? `the bare echo on this machine only does ${Math.round(echoRun.requestsPerSec)} req/s, so no handler on this stack can reach it here; besides, ` : '';
     const getCost = (target: number) =>
