@@ -26,6 +26,7 @@ function parseTxid(value: string): string {
 
 /** An address as Till stores it: a bech32 one in lower case (a QR code often carries it in upper case, BIP 173 allows either). */
 function parseAddress(value: string): string {
+  if (!/^[0-9A-Za-z]+$/.test(value)) throw new InvalidArgumentError('--address must be a Bitcoin address (letters and digits only)');
   return /^(bc|tb|bcrt)1/i.test(value) ? value.toLowerCase() : value;
 }
 

@@ -102,6 +102,8 @@ describe('till invoices', () => {
     ['not an invoice id', ['show', 'sto_x'], /^till: no invoice sto_x$/m],
     ['nothing to find by', ['find'], /^till: give --txid, --address, --metadata or --store$/m],
     ['a txid that is not one', ['find', '--txid', 'abc'], /^till: --txid must be a transaction id: 64 hexadecimal characters/m],
+    ['an empty address', ['find', '--address', ''], /^till: --address must be a Bitcoin address \(letters and digits only\)/m],
+    ['an address with a space in it', ['find', '--address', 'bc1q abc'], /^till: --address must be a Bitcoin address/m],
     ['a metadata pair without a key', ['find', '--metadata', '=1234'], /^till: --metadata must be key=value \(order_id=1234\)/m],
     ['a metadata pair without =', ['find', '--metadata', 'order_id'], /^till: --metadata must be key=value/m],
     ['an unknown store', ['find', '--store', 'sto_nothing'], /^till: no store sto_nothing$/m],
