@@ -158,7 +158,17 @@ export class ChainWatcher {
     // is deep enough to let go): the prunes look only at watches ending since the last one.
     const until = watchUntil(inv);
     if (until !== null && until <= this.#lastPrune) this.#watch.delete(inv.scriptHex, inv.rowid);
-    else this.#watch.add(inv.scriptHex, inv.rowid);
+    else this.#reportSharedAddress(inv, this.#watch.add(inv.scriptHex, inv.rowid));
+  }
+
+  /** No unique index stops an address handed out twice (migration 0013): this says it loudly if it ever happens. */
+  #reportSharedAddress(inv: StoredInvoice, otherRowid: number): void {
+    const other = otherRowid ? this.#ctx.repos.invoices.getByRowid(otherRowid) : null;
+    if (other?.scriptHex !== inv.scriptHex) return;
+    this.#log.error(
+      { invoice_id: inv.id, other_invoice_id: other.id, address: inv.address, xpubs: [inv.xpubId, other.xpubId] },
+      `invoices ${inv.id} and ${other.id} have the same address ${inv.address}: a payment to it counts for both. Till hands out each address once, so this is a bug: report it, and check both invoices' payments by hand`,
+    );
   }
 
   /**

@@ -71,20 +71,30 @@ export class WatchSet {
     return (Math.imul(hi ^ Math.imul(lo, 0x9e3779b1), 0x85ebca6b) >>> 0) & (this.#val.length - 1);
   }
 
-  add(script: ScriptLike, rowid: number): void {
+  /**
+   * Watches the script for the invoice. Returns another invoice's rowid
+   * watched under the same fingerprint when this one is new (0 if none): one
+   * address handed out twice, which nothing else would show (confirm against
+   * the stored scripts: a fingerprint may collide).
+   */
+  add(script: ScriptLike, rowid: number): number {
     const fp = scriptFingerprint(script);
-    if (!fp || rowid <= 0) return;
+    if (!fp || rowid <= 0) return 0;
     if ((this.#used + 1) > this.#val.length * MAX_LOAD) this.#resize(this.#size + 1);
     const [hi, lo] = fp;
     const mask = this.#val.length - 1;
     let i = this.#slot(hi, lo);
     let firstFree = -1;
+    let other = 0;
     for (;;) {
       const v = this.#val[i]!;
       if (v === EMPTY) break;
       if (v === TOMBSTONE) {
         if (firstFree < 0) firstFree = i;
-      } else if (this.#hi[i] === hi && this.#lo[i] === lo && v === rowid) return;
+      } else if (this.#hi[i] === hi && this.#lo[i] === lo) {
+        if (v === rowid) return 0;
+        other ||= v;
+      }
       i = (i + 1) & mask;
     }
     const at = firstFree >= 0 ? firstFree : i;
@@ -93,6 +103,7 @@ export class WatchSet {
     this.#lo[at] = lo;
     this.#val[at] = rowid;
     this.#size++;
+    return other;
   }
 
   delete(script: ScriptLike, rowid: number): void {

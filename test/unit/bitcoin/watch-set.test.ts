@@ -69,8 +69,9 @@ describe('WatchSet', () => {
     const set = new WatchSet(1);
     // The number up front, where the fingerprint reads: 5,000 distinct ones.
     const p2wpkh = (i: number) => payments.p2wpkh({ hash: Buffer.from(i.toString(16).padStart(8, '0').padEnd(40, 'a'), 'hex') }).output!;
-    for (let i = 1; i <= 5000; i++) set.add(Buffer.from(p2wpkh(i)).toString('hex'), i);
-    set.add(p2wpkh(7), 90_001);
+    for (let i = 1; i <= 5000; i++) assert.equal(set.add(Buffer.from(p2wpkh(i)).toString('hex'), i), 0, 'nothing else watched under it');
+    assert.equal(set.add(p2wpkh(7), 90_001), 7, 'the other invoice watched under the same script');
+    assert.equal(set.add(p2wpkh(7), 90_001), 0, 'added again: nothing new to say');
     assert.equal(set.size, 5001);
     assert.deepEqual(set.candidates(p2wpkh(7)).sort((a, b) => a - b), [7, 90_001]);
     for (let i = 1; i <= 5000; i++) assert.deepEqual(set.candidates(p2wpkh(i)), i === 7 ? [7, 90_001] : [i]);
