@@ -63,7 +63,8 @@ INSERT INTO xpubs (id, store_id, env, key_text, script_type, key_network, gap_li
 INSERT INTO invoices (id, store_id, livemode, status, amount_sats, fiat_amount_cents, currency, rate_cents_per_btc, rate_source, rate_fetched_at, xpub_id, address_index, address, script_hex, confirmations_required, late_window_ms, expires_at, created_at, paid_at, cancelled_at, expired_at, metadata, callback_url, version, watch_until) VALUES ('inv_01m8ar62zsa6vrqb4kv36keece', 'sto_01m8ar5xe11h1e1aa1pssfjdhg', 1, 'pending', 12345, NULL, NULL, NULL, NULL, NULL, 'xpb_01m8ar5yt11v72h545ty7882rm', 7, '${ADDRESS}', '76a914bf4236b570cc4782518253e2efed7fb6380c1ec888ac', 1, 604800000, 1795657539545, ${CREATED_AT}, NULL, NULL, NULL, '{"order":"L-9"}', NULL, 1, NULL);
 `;
 
-test('schema 3 with NULL watch_until (Till 4766678..d17239c): a pending invoice is still watched after the upgrade, and its payment found', async (t) => {
+/** A data dir as Till d17239c left it (schema 3, D17239C_ROWS), with `rows` more. */
+function d17239cDataDir(t: TestContext, rows = ''): string {
   const dir = tempDir(t);
   const old = new Database(databasePath(dir));
   old.pragma('journal_mode = WAL');
@@ -71,10 +72,15 @@ test('schema 3 with NULL watch_until (Till 4766678..d17239c): a pending invoice 
   old.exec(MIGRATIONS[1]!.sql);
   old.exec(OLD_0003_NULL_WATCH);
   old.pragma('user_version = 3');
-  old.exec(D17239C_ROWS);
+  old.exec(D17239C_ROWS + rows);
   old.close();
   // The old till's secret.key is not part of the fixture: a key of this test's own (the store's callback secret stays unreadable; a till only warns of it).
   writeFileSync(join(dir, SECRET_KEY_FILE), '11'.repeat(32) + '\n', { mode: 0o600 });
+  return dir;
+}
+
+test('schema 3 with NULL watch_until (Till 4766678..d17239c): a pending invoice is still watched after the upgrade, and its payment found', async (t) => {
+  const dir = d17239cDataDir(t);
 
   // A minute after the invoice was made, on the old till's clock; it expires 4 minutes later.
   const clock = new ManualClock(CREATED_AT + 60_000);
@@ -118,25 +124,10 @@ const FIRST = 'xpb_01m8ar5ws0000000000000000a';
 const ORIGINAL = 'xpb_01m8ar5yt11v72h545ty7882rm';
 const SECOND_STORE = 'xpb_01m8ar7000000000000000000b';
 
-function schema3WithTwins(t: TestContext, rows: string): string {
-  const dir = tempDir(t);
-  const old = new Database(databasePath(dir));
-  old.pragma('journal_mode = WAL');
-  old.exec(MIGRATIONS[0]!.sql);
-  old.exec(MIGRATIONS[1]!.sql);
-  old.exec(OLD_0003_NULL_WATCH);
-  old.pragma('user_version = 3');
-  old.exec(D17239C_ROWS);
-  old.exec(rows);
-  old.close();
-  writeFileSync(join(dir, SECRET_KEY_FILE), '11'.repeat(32) + '\n', { mode: 0o600 });
-  return dir;
-}
-
 const keyState = (ctx: Context) => Object.fromEntries(ctx.repos.xpubs.list().map((x) => [x.id, `${x.status} ${x.nextIndex}`]));
 
 test('one key added in two forms by a Till before 3402cca: the server\'s start leaves one row active, every row after the indexes any of them handed out', (t) => {
-  const dir = schema3WithTwins(t, TWIN_ROWS + TWIN_IN_SECOND_STORE_ROWS);
+  const dir = d17239cDataDir(t, TWIN_ROWS + TWIN_IN_SECOND_STORE_ROWS);
   const { logger, lines } = capturedLogger();
   const rt = createRuntime(loadConfig({ env: { TILL_DATA_DIR: dir, TILL_NETWORK: 'regtest', TILL_RATES: 'fixed:65000', TILL_BITCOIND: 'false' } }), { clock: new ManualClock(CREATED_AT + 60_000), logger });
   t.after(() => rt.stop());
@@ -157,7 +148,7 @@ test('one key added in two forms by a Till before 3402cca: the server\'s start l
 });
 
 test('one key added in two forms by a Till before 3402cca: added again by the CLI before any server start, it goes on after both rows\' indexes', (t) => {
-  const dir = schema3WithTwins(t, TWIN_ROWS);
+  const dir = d17239cDataDir(t, TWIN_ROWS);
   const config = loadConfig({ env: { TILL_DATA_DIR: dir, TILL_NETWORK: 'regtest', TILL_RATES: 'fixed:65000' } });
   const db = openDatabase(dir);
   t.after(() => db.close());
