@@ -126,7 +126,7 @@ const SECOND_STORE = 'xpb_01m8ar7000000000000000000b';
 
 const keyState = (ctx: Context) => Object.fromEntries(ctx.repos.xpubs.list().map((x) => [x.id, `${x.status} ${x.nextIndex}`]));
 
-test('one key added in two forms by a Till before 3402cca: the server\'s start leaves one row active, every row after the indexes any of them handed out', (t) => {
+test('one key added in two forms by a Till before 3402cca: the server\'s start leaves one row active, past every index any of them handed out', (t) => {
   const dir = d17239cDataDir(t, TWIN_ROWS + TWIN_IN_SECOND_STORE_ROWS);
   const { logger, lines } = capturedLogger();
   const rt = createRuntime(loadConfig({ env: { TILL_DATA_DIR: dir, TILL_NETWORK: 'regtest', TILL_RATES: 'fixed:65000', TILL_BITCOIND: 'false' } }), { clock: new ManualClock(CREATED_AT + 60_000), logger });
