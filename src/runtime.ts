@@ -87,8 +87,8 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
     checkSecretKey(ctx, logger);
     for (const r of repairSharedKeys(ctx)) {
       logger.warn(
-        { xpubs: r.xpubIds, retired: r.retired, next_index: r.nextIndex },
-        `xpubs ${r.xpubIds.join(', ')} are one key (added in two forms by an older Till): they would hand out the same addresses, so they now all go on from index ${r.nextIndex}${r.retired.length ? ` and ${r.retired.join(', ')} is retired (till xpub list)` : ''}`,
+        { xpubs: r.xpubIds, kept: r.kept, retired: r.retired, next_index: r.nextIndex },
+        `xpubs ${r.xpubIds.join(', ')} are one key (added in two forms by an older Till) and would hand out the same addresses: ${r.kept} goes on from index ${r.nextIndex}, past every address any of them handed out${r.retired.length ? `, and ${r.retired.join(', ')} is retired (till xpub list)` : ''}`,
       );
     }
   } catch (err) {

@@ -74,8 +74,10 @@ function catchUpWithTwins(ctx: Context, key: XpubRecord, twins: XpubRecord[]): v
 export interface SharedKeyRepair {
   /** The key's rows, oldest first. */
   xpubIds: string[];
+  /** The row left active, and those retired. */
+  kept: string;
   retired: string[];
-  /** The active row's next index now (the highest of the rows'). */
+  /** The kept row's next index now (the highest of the rows'). */
   nextIndex: number;
 }
 
@@ -114,7 +116,7 @@ export function repairSharedKeys(ctx: Context): SharedKeyRepair[] {
       const retired = rows.filter((x) => x.status === 'active' && x !== keep).map((x) => x.id);
       for (const id of retired) ctx.repos.xpubs.retire(id, ctx.clock.now());
       catchUpWithTwins(ctx, keep, rows);
-      return { xpubIds: rows.map((x) => x.id), retired, nextIndex: ctx.repos.xpubs.get(keep.id)!.nextIndex };
+      return { xpubIds: rows.map((x) => x.id), kept: keep.id, retired, nextIndex: ctx.repos.xpubs.get(keep.id)!.nextIndex };
     }),
   );
 }

@@ -134,8 +134,8 @@ test('one key added in two forms by a Till before 3402cca: the server\'s start l
   // The original store keeps its key; the second store's copy would have handed out the original's addresses 0-7.
   assert.deepEqual(keyState(rt.ctx), { [FIRST]: 'retired 3', [ORIGINAL]: 'active 8', [SECOND_STORE]: 'retired 0' });
   const warned = lines.filter((l) => l.level === 40 && /are one key/.test(String(l.msg)));
-  assert.deepEqual(warned.map((l) => [l.xpubs, l.retired, l.next_index]), [[[FIRST, ORIGINAL, SECOND_STORE], [SECOND_STORE], 8]]);
-  assert.match(String(warned[0]!.msg), new RegExp(`go on from index 8 and ${SECOND_STORE} is retired`));
+  assert.deepEqual(warned.map((l) => [l.xpubs, l.kept, l.retired, l.next_index]), [[[FIRST, ORIGINAL, SECOND_STORE], ORIGINAL, [SECOND_STORE], 8]]);
+  assert.match(String(warned[0]!.msg), new RegExp(`${ORIGINAL} goes on from index 8, past every address any of them handed out, and ${SECOND_STORE} is retired`));
   assert.equal(rt.ctx.repos.xpubs.findActive('sto_01m8ar70000000000000000000', 'test'), null, 'the second store asks for a key of its own (409 no_active_xpub)');
 
   // A second start finds nothing more to repair, even once the key moved on.
