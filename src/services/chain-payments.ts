@@ -119,7 +119,7 @@ function withPayment(inv: StoredInvoice, payments: Payment[], p: Payment): Payme
     return until === null || p.firstSeenAt < until ? [...payments, p] : payments;
   }
   const next = [...payments];
-  next[i] = { ...p, firstSeenAt: Math.min(p.firstSeenAt, payments[i]!.firstSeenAt) };
+  next[i] = { ...p, firstSeenAt: payments[i]!.firstSeenAt };
   return next;
 }
 

@@ -953,6 +953,21 @@ export function defineChainScenarios(name: string, makeNode: NodeFactory): void 
     assert.deepEqual(rt2.ctx.repos.events.listForInvoice(inv.id).map((e) => e.type), ['invoice.created', 'invoice.payment_detected', 'invoice.expired', 'invoice.late_paid']);
   });
 
+  onFake('a payment seen in the mempool keeps that sighting as its first seen once mined, even in a block stamped before it', async (t) => {
+    const f = await startChainFixture(t, makeNode);
+    // Half a second into a second, past the stamps of the fixture's quickly mined blocks: the next block, stamped
+    // in whole seconds, is dated before the sighting.
+    f.till.clock.set(Math.floor(f.till.clock.now() / 1000) * 1000 + 600_500);
+    const inv = await createInvoice(f);
+    await f.node.pay(inv.address, 50_000);
+    const seen = await waitFor(async () => (await getInvoice(f, inv.id)).payments[0], 'the mempool payment');
+    assert.equal(Date.parse(seen.first_seen_at) % 1000, 500);
+    await mineAndSync(f);
+    const paid = await getInvoice(f, inv.id);
+    assert.equal(paid.status, 'paid');
+    assert.equal(paid.payments[0].first_seen_at, seen.first_seen_at, 'Till saw it before its block: the block\'s earlier stamp does not move it back');
+  });
+
   onFake('a payment first found in a block is dated at the block\'s time, also when the block\'s rawtx reached Till first', async (t) => {
     const nodeClock = new ManualClock(Date.now());
     const f = await startChainFixture(t, () => makeNode(nodeClock));

@@ -182,7 +182,7 @@ export class Oracle {
       return until === null || p.firstSeen < until ? [...pays, p] : pays;
     }
     const next = [...pays];
-    next[i] = { ...p, firstSeen: Math.min(p.firstSeen, pays[i]!.firstSeen) };
+    next[i] = { ...p, firstSeen: pays[i]!.firstSeen };
     return next;
   }
 
