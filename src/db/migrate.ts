@@ -33,28 +33,45 @@ export function migrate(db: Database.Database, beforeUpgrade?: (db: Database.Dat
   // does nothing inside a transaction, hence outside it.
   const foreignKeys = db.pragma('foreign_keys', { simple: true }) as number;
   db.pragma('foreign_keys = OFF');
+  const upgrade = db.transaction(() => {
+    // Read again under the write lock: another process (the server and a CLI
+    // command started together after an upgrade) may have applied some meanwhile.
+    const current = schemaVersion(db);
+    refuseNewer(current);
+    for (const m of MIGRATIONS.slice(current)) {
+      db.exec(m.sql);
+      db.pragma(`user_version = ${m.version}`);
+    }
+    if (foreignKeys) refuseBrokenLinks(db);
+  });
   try {
-    db.transaction(() => {
-      // Read again under the write lock: another process (the server and a CLI
-      // command started together after an upgrade) may have applied some meanwhile.
-      const current = schemaVersion(db);
-      refuseNewer(current);
-      for (const m of MIGRATIONS.slice(current)) {
-        db.exec(m.sql);
-        db.pragma(`user_version = ${m.version}`);
+    // The write lock is most likely another process's upgrade of the same file
+    // (the server and a command started together): on a large database it
+    // holds the lock for longer than one busy timeout, so wait it out.
+    const deadline = Date.now() + UPGRADE_WAIT_MS;
+    for (;;) {
+      try {
+        upgrade.immediate();
+        break;
+      } catch (err) {
+        if ((err as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() >= deadline) throw err;
       }
-      if (foreignKeys) refuseBrokenLinks(db);
-    }).immediate();
+    }
   } finally {
     db.pragma(`foreign_keys = ${foreignKeys ? 'ON' : 'OFF'}`);
   }
   return LATEST_SCHEMA_VERSION;
 }
 
+/** How long an upgrade waits for another process's write lock (each try waits the busy timeout). */
+export const UPGRADE_WAIT_MS = 30 * 60_000;
+
 function refuseBrokenLinks(db: Database.Database): void {
   const broken = db.pragma('foreign_key_check') as Array<{ table: string; parent: string }>;
   if (broken.length > 0) {
-    throw new Error(`the upgrade would leave ${broken.length} row(s) of ${broken[0]!.table} pointing at no ${broken[0]!.parent}: nothing was changed`);
+    throw new Error(
+      `after the upgrade ${broken.length} row(s) of ${broken[0]!.table} would point at no ${broken[0]!.parent}, so nothing was changed. Till writes none such: if the database was edited by hand, \`PRAGMA foreign_key_check\` in sqlite3 lists them; or restore a backup`,
+    );
   }
 }
 

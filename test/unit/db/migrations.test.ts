@@ -101,7 +101,7 @@ test('an upgrade that would leave a row pointing at nothing is refused whole: th
   db.pragma('foreign_keys = ON');
   const schema = () => db.prepare('SELECT name, sql FROM sqlite_master ORDER BY name').all();
   const before = schema();
-  assert.throws(() => migrate(db), /1 row\(s\) of payments pointing at no invoices: nothing was changed/);
+  assert.throws(() => migrate(db), /after the upgrade 1 row\(s\) of payments would point at no invoices, so nothing was changed/);
   assert.equal(db.pragma('user_version', { simple: true }), 12);
   assert.deepEqual(schema(), before);
   assert.equal(db.pragma('foreign_keys', { simple: true }), 1);
@@ -150,7 +150,7 @@ test('a file that is not a database is refused, not overwritten', (t) => {
 // upgrade, `till serve` and a `till ...` admin command both open the old
 // database and both migrate it. The one that waited for the write lock must
 // not apply again what the other applied (DROP INDEX of a dropped index).
-test('two processes migrating the same old database at once: the second one does not fail', async (t) => {
+test('two processes migrating the same old database at once: the second one does not fail, though the first holds the lock past its busy timeout', async (t) => {
   const dir = tempDir(t);
   const path = databasePath(dir);
   // A database left by a Till that knew migrations 1-3.
@@ -163,7 +163,8 @@ test('two processes migrating the same old database at once: the second one does
   old.close();
 
   // "Another process" (a worker thread with its own connection) is migrating: it
-  // holds the write lock while it applies migration 4, and commits 400 ms later.
+  // holds the write lock while it applies migration 4, and commits 1 s later: longer than this process's busy
+  // timeout (a large database's upgrade holds it for many seconds).
   const m4 = MIGRATIONS[3]!;
   const shared = new Int32Array(new SharedArrayBuffer(4));
   const worker = new Worker(
@@ -176,7 +177,7 @@ test('two processes migrating the same old database at once: the second one does
     db.pragma('user_version = ' + workerData.version);
     Atomics.store(workerData.shared, 0, 1);
     Atomics.notify(workerData.shared, 0);
-    Atomics.wait(workerData.shared, 0, 1, 400);
+    Atomics.wait(workerData.shared, 0, 1, 1000);
     db.exec('COMMIT');
     db.close();
     `,
@@ -190,7 +191,7 @@ test('two processes migrating the same old database at once: the second one does
   // This process opens the data dir meanwhile (as a CLI command would).
   let db: ReturnType<typeof openDatabase> | undefined;
   try {
-    db = openDatabase(dir);
+    db = openDatabase(dir, { busyTimeoutMs: 250 });
     assert.equal(db.pragma('user_version', { simple: true }), LATEST_SCHEMA_VERSION);
   } finally {
     db?.close();
