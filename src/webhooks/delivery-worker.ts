@@ -307,6 +307,8 @@ export class DeliveryWorker {
   async deliverNow(id: string): Promise<void> {
     const running = this.#inFlight.get(id);
     if (running) return running;
+    // Stopped: it stays due, for the next start (as pump leaves what it finds).
+    if (this.#stopping) return;
     const d = this.#ctx.repos.webhookDeliveries.getAttempting(id);
     if (!d) return;
     // A pump may have read it ahead since it was committed: started here, it must not start there again.

@@ -712,13 +712,15 @@ describe('webhook delivery', () => {
     });
   }
 
-  test('a pump due when the worker stops sends nothing: stopped means nothing more goes out', async (t) => {
+  test('a pump due when the worker stops sends nothing, nor does deliverNow after: stopped means nothing more goes out', async (t) => {
     const f = await startWebhookFixture(t, { events: ['invoice.created'] });
     const { DeliveryWorker } = await import('../../../src/webhooks/delivery-worker.ts');
     const worker = new DeliveryWorker(f.till.rt.ctx, silentLogger, { timeoutMs: 5000 });
     await createInvoice(f);
     worker.start(3_600_000); // pumps soon (its first wake), not at once
     await worker.stop();
+    // Nor does the endpoint test call's start once stopped (a request still running as the server stops).
+    await worker.deliverNow(deliveriesOf(f.till)[0]!.id);
     await new Promise((resolve) => setTimeout(resolve, 300));
     assert.equal(f.receiver.requests.length, 0);
     assert.deepEqual(deliveriesOf(f.till).map((d) => [d.status, d.attempts]), [['attempting', 0]]);
