@@ -180,7 +180,10 @@ export class ChainWatcher {
     const now = this.#ctx.clock.now();
     const asOf = Math.min(now, this.#ctx.repos.chainBlocks.readUpTo() ?? now);
     settleWatchEnds(this.#ctx);
-    this.#watch = loadWatchSet(this.#ctx, asOf);
+    this.#watch = loadWatchSet(this.#ctx, asOf, (rowid, other) => {
+      const inv = this.#ctx.repos.invoices.getByRowid(rowid);
+      if (inv) this.#reportSharedAddress(inv, other);
+    });
     this.#lastPrune = asOf;
   }
 

@@ -67,11 +67,14 @@ function settleWatchEndsOnce(ctx: Context, flag: string, list: () => StoredInvoi
 const WATCH_ENDS_SETTLED = 'watch_ends_settled';
 const REPLACED_WATCH_ENDS_SETTLED = 'replaced_watch_ends_settled';
 
-/** The watch set as of now: every invoice whose address must be watched. */
-export function loadWatchSet(ctx: Context, now: number): WatchSet {
+/** The watch set as of now: every invoice whose address must be watched; `onShared` hears of one watched for two (WatchSet.add). */
+export function loadWatchSet(ctx: Context, now: number, onShared?: (rowid: number, otherRowid: number) => void): WatchSet {
   // Sized up front: growing a million-entry table doubling by doubling rehashes it ten times.
   const set = new WatchSet(ctx.repos.invoices.countWatched(now));
-  for (const [rowid, script] of ctx.repos.invoices.iterateWatched(now)) set.add(script, rowid);
+  for (const [rowid, script] of ctx.repos.invoices.iterateWatched(now)) {
+    const other = set.add(script, rowid);
+    if (other) onShared?.(rowid, other);
+  }
   return set;
 }
 
