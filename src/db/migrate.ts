@@ -55,6 +55,8 @@ export function migrate(db: Database.Database, beforeUpgrade?: (db: Database.Dat
         break;
       } catch (err) {
         if ((err as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() >= deadline) throw err;
+        // A busy timeout of 0 (allowed) would make this a spin: a short pause between tries.
+        Atomics.wait(PAUSE, 0, 0, 50);
       }
     }
   } finally {
@@ -65,6 +67,7 @@ export function migrate(db: Database.Database, beforeUpgrade?: (db: Database.Dat
 
 /** How long an upgrade waits for another process's write lock (each try waits the busy timeout). */
 export const UPGRADE_WAIT_MS = 30 * 60_000;
+const PAUSE = new Int32Array(new SharedArrayBuffer(4));
 
 function refuseBrokenLinks(db: Database.Database): void {
   const broken = db.pragma('foreign_key_check') as Array<{ table: string; parent: string }>;
