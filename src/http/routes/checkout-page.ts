@@ -70,8 +70,8 @@ export function registerCheckoutPage(app: H3, rt: Runtime): void {
       if (event.url.pathname.endsWith('/')) {
         return new Response(null, { status: 308, headers: { location: `../${event.context.params!.id}${event.url.search}` } });
       }
-      if (event.url.searchParams.has('plain')) return sendPlainPage(event, findInvoice(pageInvoiceId(event)));
-      return sendPage(event, findInvoice(pageInvoiceId(event)) !== null);
+      const inv = findInvoice(pageInvoiceId(event));
+      return event.url.searchParams.has('plain') ? sendPlainPage(event, inv) : sendPage(event, inv !== null);
     },
   });
 
