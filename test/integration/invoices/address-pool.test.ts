@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { setImmediate } from 'node:timers/promises';
 import { BIP32Factory } from 'bip32';
 import * as bitcoin from 'bitcoinjs-lib';
 import * as ecc from 'tiny-secp256k1';
 import { LAST_RECEIVE_INDEX } from '../../../src/bitcoin/derive.ts';
 import { databasePath } from '../../../src/db/connection.ts';
-import { refillAddressPool } from '../../../src/services/address-pool.ts';
+import { pruneUsedAddresses, refillAddressPool } from '../../../src/services/address-pool.ts';
 import { skipIndexes } from '../../../src/services/xpubs.ts';
 import { testTpub } from '../../helpers/keys.ts';
 import { setupStore, startTestTill } from '../../helpers/till-server.ts';
@@ -44,6 +45,35 @@ test('addresses come in wallet order from the pool and from in-line derivation a
   assert.equal(await create(), walletAddress(tpub, 5));
   const all = ctx.db.prepare('SELECT address FROM invoices WHERE store_id = ?').pluck().all(store.storeId) as string[];
   assert.equal(new Set(all).size, 6, 'no address handed out twice');
+});
+
+test('a refill works in pieces, each its own write: a write queued beside it commits after the first piece, not after all', async (t) => {
+  const till = await startTestTill(t);
+  const store = setupStore(till, { label: 'pieces' });
+  const { ctx } = till.rt;
+  const xpubId = ctx.repos.xpubs.findActive(store.storeId, 'test')!.id;
+  const pooled = () => ctx.db.prepare('SELECT count(*) FROM address_pool WHERE xpub_id = ?').pluck().get(xpubId) as number;
+
+  // Derivation stalls the event loop: 100 addresses in one piece was 10-17 ms of it.
+  const refill = refillAddressPool(ctx, xpubId, 100);
+  await setImmediate(); // the refill's first write is in, committing
+  const seenByNeighbour = await ctx.writes.run(pooled);
+  assert.ok(seenByNeighbour > 0 && seenByNeighbour < 100, `the neighbour saw ${seenByNeighbour} of 100 pooled addresses`);
+  assert.equal(await refill, 100);
+  assert.equal(pooled(), 100);
+
+  // A busy key's used rows between two refills: deleted in one commit, they held every request waiting for it.
+  const insert = ctx.db.prepare("INSERT INTO address_pool (xpub_id, idx, address, script_hex) VALUES (?, ?, 'used', '00')");
+  ctx.db.transaction(() => {
+    for (let idx = 100; idx < 2_500; idx++) insert.run(xpubId, idx);
+    ctx.db.prepare('UPDATE xpubs SET next_index = 2500 WHERE id = ?').run(xpubId);
+  })();
+  const prune = pruneUsedAddresses(ctx, xpubId);
+  await setImmediate();
+  const leftForNeighbour = await ctx.writes.run(pooled);
+  assert.ok(leftForNeighbour > 0 && leftForNeighbour < 2_400, `the neighbour saw ${leftForNeighbour} of 2,400 used rows`);
+  await prune;
+  assert.equal(pooled(), 0, 'every used row deleted in the end');
 });
 
 test('a refill waits for another process\'s write lock without stopping the event loop, then writes', async (t) => {
