@@ -13,6 +13,7 @@ import {
 } from './internal/child-key.ts';
 import { taprootOutputKey } from './internal/taproot.ts';
 import { getNetwork, type TillNetwork } from './networks.ts';
+import { setBounded } from '../set-bounded.ts';
 
 /** A key's last receive address: BIP32 non-hardened indexes end at 2^31 - 1. */
 export const LAST_RECEIVE_INDEX = MAX_NON_HARDENED_INDEX;
@@ -67,8 +68,7 @@ function receiveBranchOf(key: WatchKey): ChildKeyDeriver {
   let node: PublicNode = decodeExtendedPublicKey(key.xpub);
   for (const step of key.receiveBranch) node = deriveChildPublic(node, step);
   const deriver = childKeyDeriver(node);
-  if (branchCache.size >= BRANCH_CACHE_SIZE) branchCache.delete(branchCache.keys().next().value!);
-  branchCache.set(cacheKey, deriver);
+  setBounded(branchCache, cacheKey, deriver, BRANCH_CACHE_SIZE);
   return deriver;
 }
 

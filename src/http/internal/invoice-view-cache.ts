@@ -2,6 +2,7 @@ import type { StoredInvoice } from '../../db/invoices.ts';
 import { invoiceView } from '../../domain/invoice-view.ts';
 import type { Context } from '../../services/context.ts';
 import { getOrInsert } from '../../get-or-insert.ts';
+import { setBounded } from '../../set-bounded.ts';
 
 interface Entry {
   json: string;
@@ -84,9 +85,7 @@ export class InvoiceViewCache {
    */
   viewOf(inv: StoredInvoice): string {
     const json = JSON.stringify(invoiceView(inv, this.#ctx.baseUrl));
-    // Oldest first in a Map: beyond the bound, the oldest entry goes.
-    if (this.#entries.size >= this.#max) this.#entries.delete(this.#entries.keys().next().value!);
-    this.#entries.set(inv.id, { json, storeId: inv.storeId, livemode: inv.livemode });
+    setBounded(this.#entries, inv.id, { json, storeId: inv.storeId, livemode: inv.livemode }, this.#max);
     return json;
   }
 

@@ -1,5 +1,6 @@
 import type { Clock } from '../../clock.ts';
 import type { InvoiceFeed } from '../../services/invoice-feed.ts';
+import { setBounded } from '../../set-bounded.ts';
 
 /**
  * Recently served GET /pay/invoices/:id bodies. Checkout pages poll, and
@@ -33,8 +34,6 @@ export class SnapshotCache {
   }
 
   set(invoiceId: string, json: string): void {
-    // Oldest first in a Map: beyond the bound, the oldest entry goes.
-    if (this.#entries.size >= this.#max) this.#entries.delete(this.#entries.keys().next().value!);
-    this.#entries.set(invoiceId, { json, at: this.#clock.now() });
+    setBounded(this.#entries, invoiceId, { json, at: this.#clock.now() }, this.#max);
   }
 }
