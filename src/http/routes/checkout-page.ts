@@ -6,10 +6,11 @@ import { amountReceived } from '../../domain/invoice-state.ts';
 import { paymentUri } from '../../domain/invoice-view.ts';
 import { isId } from '../../ids.ts';
 import type { Runtime } from '../../runtime.ts';
-import { readAsset, sendAsset, toAsset } from '../assets.ts';
+import { readAsset, sendAsset, toAsset, type Asset } from '../assets.ts';
 import { currentCheckoutView } from '../internal/checkout-view.ts';
 import { renderPlainCheckout, renderPlainNotFound } from '../internal/plain-checkout.ts';
 import { defineRoute, routeParam } from '../internal/route.ts';
+import { setBounded } from '../../set-bounded.ts';
 
 // The hosted checkout page (DESIGN.md "Checkout"): one static page for every
 // invoice, which reads the invoice id from its own URL and talks to the public
@@ -36,6 +37,9 @@ const PAGE_HEADERS = {
 };
 
 const PAGE_FILES = new Set(['checkout.css', 'checkout.js', 'describe.js', 'favicon.svg']);
+
+/** QR codes kept drawn (an SVG takes ~1 ms to draw, a PNG 5-20): a few per open invoice, as dueUri allows. */
+const DRAWN_QR_CODES = 512;
 
 export function registerCheckoutPage(app: H3, rt: Runtime): void {
   const { ctx } = rt;
@@ -93,20 +97,30 @@ export function registerCheckoutPage(app: H3, rt: Runtime): void {
     return dueUri(inv, event.url.searchParams.get('due'));
   };
 
+  // Drawn once per code and kept: a page reloaded, revalidated (304) or opened on many screens costs a lookup.
+  const drawn = new Map<string, Promise<Asset>>();
+  const drawQrCode = (format: 'svg' | 'png', uri: string): Promise<Asset> => {
+    const key = `${format} ${uri}`;
+    let asset = drawn.get(key);
+    if (!asset) {
+      asset =
+        format === 'svg'
+          ? QRCode.toString(uri, { type: 'svg', errorCorrectionLevel: 'M', margin: 4 }).then((svg) => toAsset(svg, 'image/svg+xml'))
+          : // Twice the size the page shows it, for sharp pixels on a phone's screen.
+            QRCode.toBuffer(uri, { type: 'png', errorCorrectionLevel: 'M', margin: 4, width: 480 }).then((png) => toAsset(new Uint8Array(png), 'image/png'));
+      setBounded(drawn, key, asset, DRAWN_QR_CODES);
+      asset.catch(() => drawn.delete(key));
+    }
+    return asset;
+  };
+
   defineRoute(app, '/checkout/:id/qr.svg', {
-    GET: async (event) => {
-      const svg = await QRCode.toString(qrUri(event), { type: 'svg', errorCorrectionLevel: 'M', margin: 4 });
-      return sendAsset(event, toAsset(svg, 'image/svg+xml'), { headers: { 'content-security-policy': "default-src 'none'" } });
-    },
+    GET: async (event) => sendAsset(event, await drawQrCode('svg', qrUri(event)), { headers: { 'content-security-policy': "default-src 'none'" } }),
   });
 
   // The same code as a PNG, for the page without JavaScript: Tor Browser at its Safest level shows no SVG image.
-  // Drawn at twice the size the page shows it, for sharp pixels on a phone's screen.
   defineRoute(app, '/checkout/:id/qr.png', {
-    GET: async (event) => {
-      const png = await QRCode.toBuffer(qrUri(event), { type: 'png', errorCorrectionLevel: 'M', margin: 4, width: 480 });
-      return sendAsset(event, toAsset(new Uint8Array(png), 'image/png'));
-    },
+    GET: async (event) => sendAsset(event, await drawQrCode('png', qrUri(event))),
   });
 }
 
@@ -123,13 +137,32 @@ function pageInvoiceId(event: H3Event): string {
  * What the QR code asks for: the invoice's payment_uri, or, while a pending
  * invoice is partly paid, the same address with what is still missing, so a
  * buyer who scans again does not pay the whole amount twice. The page names
- * the amount its text shows (`?due=`, sats, up to the invoice's amount): what
- * is due now may differ, as a payment can land between the snapshot the page
- * shows and this request, and the browser keeps the image under that URL.
+ * the amount its text shows (`?due=`, sats): what is due now may differ, as a
+ * payment can land between the snapshot the page shows and this request, and
+ * the browser keeps the image under that URL. Only an amount some page could
+ * have shown is drawn (couldShowDue): any other would only make Till draw one
+ * more code, each a few milliseconds of its CPU.
  */
 export function dueUri(inv: StoredInvoice, asked: string | null = null): string {
-  if (asked !== null && /^[1-9][0-9]{0,15}$/.test(asked) && Number(asked) <= inv.amountSats) return paymentUri(inv.address, Number(asked));
+  if (asked !== null && /^[1-9][0-9]{0,15}$/.test(asked) && couldShowDue(inv, Number(asked))) return paymentUri(inv.address, Number(asked));
   const received = amountReceived(inv);
   const partial = inv.status === 'pending' && received > 0 && received < inv.amountSats;
   return paymentUri(inv.address, partial ? inv.amountSats - received : inv.amountSats);
+}
+
+/** An invoice's payments past this many: any due up to the amount passes (their sums are not listed). */
+const MAX_SUMMED_PAYMENTS = 12;
+
+/**
+ * Whether a checkout page could have shown `due`: the amount, or the amount
+ * less what some of the invoice's payments sum to (a payment counts at one
+ * time and not at another, as it is replaced or its block reorged away).
+ */
+function couldShowDue(inv: StoredInvoice, due: number): boolean {
+  if (due === inv.amountSats) return true;
+  if (due > inv.amountSats) return false;
+  if (inv.payments.length > MAX_SUMMED_PAYMENTS) return true;
+  const sums = new Set([0]);
+  for (const p of inv.payments) for (const sum of [...sums]) sums.add(sum + p.amountSats);
+  return sums.has(inv.amountSats - due);
 }

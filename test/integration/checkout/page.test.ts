@@ -143,9 +143,21 @@ describe('GET /checkout/:id and its files', () => {
     // The page names the amount its text shows, which a payment landing in between would change.
     assert.equal((await call(till, 'GET', `/checkout/${inv.id}/qr.svg?due=10000`)).text, qr.text, 'the amount the page asked for');
     assert.equal((await call(till, 'GET', `/checkout/${inv.id}/qr.svg?due=6000`)).text, partial.text);
-    for (const due of ['10001', '0', '-1', '6000.5', '1e3', '']) {
+    // No page could show 7,000 or 1: such a link (crafted, to make Till draw code after code) gets what is due.
+    for (const due of ['10001', '0', '-1', '6000.5', '1e3', '', '7000', '1']) {
       assert.equal((await call(till, 'GET', `/checkout/${inv.id}/qr.svg?due=${due}`)).text, partial.text, `due=${due}: what is due`);
     }
+
+    // With 4,000 and 1,000 received, a page could also have shown 9,000 (the first replaced) and 5,000 (now).
+    await receivePayment(till, inv.id, 1_000, 'cd');
+    const codes = new Map<string, string>();
+    for (const due of ['10000', '9000', '6000', '5000', '8000', '']) codes.set(due, (await call(till, 'GET', `/checkout/${inv.id}/qr.svg?due=${due}`)).text);
+    assert.equal(new Set(['10000', '9000', '6000', '5000'].map((due) => codes.get(due))).size, 4, 'each amount a page could show, its own code');
+    assert.equal(codes.get('8000'), codes.get('5000'), 'not one a page could show: what is due');
+    assert.equal(codes.get(''), codes.get('5000'));
+    const png = await call(till, 'GET', `/checkout/${inv.id}/qr.png?due=9000`);
+    assert.equal(png.status, 200);
+    assert.notEqual(png.headers.get('etag'), (await call(till, 'GET', `/checkout/${inv.id}/qr.png?due=8000`)).headers.get('etag'));
 
     assert.equal((await call(till, 'GET', `/checkout/${MISSING_ID}/qr.svg`)).status, 404);
   });
