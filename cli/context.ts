@@ -2,8 +2,7 @@ import type { Command } from 'commander';
 import { systemClock } from '../src/clock.ts';
 import { FlagError, loadConfig, SETTINGS, type Config } from '../src/config.ts';
 import { openDatabase } from '../src/db/connection.ts';
-import { createContext, type Context } from '../src/services/context.ts';
-import { refuseUpgradeUnderServer } from '../src/services/server-lease.ts';
+import { checksBeforeUpgrade, createContext, type Context } from '../src/services/context.ts';
 import { tellUpgrade } from './output.ts';
 
 /** Where commander keeps a flag's value: --data-dir in dataDir, --zmq in zmq (not the setting's key, zmqEndpoint). */
@@ -39,7 +38,7 @@ export function withContext<T>(cmd: Command, fn: (ctx: Context) => T, opts: { cr
     synchronous: config.synchronous,
     busyTimeoutMs: config.busyTimeoutMs,
     mustExist: !opts.create,
-    beforeUpgrade: refuseUpgradeUnderServer(config.dataDir, () => systemClock.now()),
+    beforeUpgrade: checksBeforeUpgrade(config, () => systemClock.now()),
     onUpgrade: tellUpgrade,
   });
   let result: T;

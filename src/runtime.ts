@@ -10,10 +10,10 @@ import { listLoosePermissions } from './loose-permissions.ts';
 import { parseRateSources } from './rates/provider.ts';
 import { RateService, type StoredRate } from './rates/rate-service.ts';
 import { refillAddressPool } from './services/address-pool.ts';
-import { createContext, type Context } from './services/context.ts';
+import { checksBeforeUpgrade, createContext, type Context } from './services/context.ts';
 import { ExternalChanges } from './services/external-changes.ts';
 import { IDEMPOTENCY_TTL_MS, expireDueInvoices } from './services/invoices.ts';
-import { acquireServerLease, LEASE_RENEW_MS, LeaseLostError, refuseUpgradeUnderServer } from './services/server-lease.ts';
+import { acquireServerLease, LEASE_RENEW_MS, LeaseLostError } from './services/server-lease.ts';
 import { listUnreadableSecrets } from './services/webhooks.ts';
 import { repairSharedKeys } from './services/xpubs.ts';
 import { startLoop } from './services/workers.ts';
@@ -79,7 +79,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
     synchronous: config.synchronous,
     busyTimeoutMs: config.busyTimeoutMs,
     cacheMiB: SERVER_PAGE_CACHE_MIB,
-    beforeUpgrade: refuseUpgradeUnderServer(config.dataDir, () => clock.now()),
+    beforeUpgrade: checksBeforeUpgrade(config, () => clock.now()),
     onUpgrade: (from, to) => logger.info({ from, to }, UPGRADE_NOTICE),
   });
   const ctx = createContext(db, clock, config);

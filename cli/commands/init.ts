@@ -10,8 +10,7 @@ import { NETWORKS, SETTINGS, settingsTable, writeSettingsFile, type Config } fro
 import { databasePath, makeDataDir, openDatabase } from '../../src/db/connection.ts';
 import { createMetaRepo } from '../../src/db/meta.ts';
 import { mintApiKey } from '../../src/services/api-keys.ts';
-import { createContext } from '../../src/services/context.ts';
-import { refuseUpgradeUnderServer } from '../../src/services/server-lease.ts';
+import { checksBeforeUpgrade, createContext } from '../../src/services/context.ts';
 import { createStore } from '../../src/services/stores.ts';
 import { addXpub, retireXpub } from '../../src/services/xpubs.ts';
 import { configFrom } from '../context.ts';
@@ -85,7 +84,7 @@ async function ask(config: Config): Promise<Config> {
 
 async function firstStore(config: Config): Promise<void> {
   if (!answer(await p.confirm({ message: 'Create your first store now?', initialValue: true }))) return;
-  const db = openDatabase(config.dataDir, { synchronous: config.synchronous, beforeUpgrade: refuseUpgradeUnderServer(config.dataDir, () => systemClock.now()), onUpgrade: tellUpgrade });
+  const db = openDatabase(config.dataDir, { synchronous: config.synchronous, beforeUpgrade: checksBeforeUpgrade(config, () => systemClock.now()), onUpgrade: tellUpgrade });
   try {
     const ctx = createContext(db, systemClock, config);
     const name = answer(await p.text({ message: 'Store name (shown to buyers)', validate: (v) => (v?.trim() ? undefined : 'a name') }));

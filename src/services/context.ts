@@ -17,6 +17,7 @@ import { createWebhookEndpointsRepo } from '../db/webhook-endpoints.ts';
 import { openSecretBox, type SecretBox } from '../auth/secret-box.ts';
 import type { RateService } from '../rates/rate-service.ts';
 import { InvoiceFeed } from './invoice-feed.ts';
+import { refuseUpgradeUnderServer } from './server-lease.ts';
 import { NewDeliveries } from '../webhooks/new-deliveries.ts';
 
 /** What the chain watcher reports; invoice creation and expiry read it. */
@@ -80,11 +81,28 @@ function createRepos(db: Db) {
 function bindNetwork(repos: ReturnType<typeof createRepos>, config: Config): void {
   const held = repos.meta.get('network');
   if (held === null) repos.meta.set('network', config.network);
-  else if (held !== config.network) {
-    throw new ConfigError(
-      `${config.dataDir} holds a till for network "${held}" (its keys, addresses and chain state); Till is configured for "${config.network}". Use another data directory for ${config.network} (--data-dir), or set network back to ${held}.`,
-    );
-  }
+  else refuseOtherNetwork(held, config);
+}
+
+function refuseOtherNetwork(held: string | null, config: Config): void {
+  if (held === null || held === config.network) return;
+  throw new ConfigError(
+    `${config.dataDir} holds a till for network "${held}" (its keys, addresses and chain state); Till is configured for "${config.network}". Use another data directory for ${config.network} (--data-dir), or set network back to ${held}.`,
+  );
+}
+
+/**
+ * What opening a data directory checks before upgrading its database (the
+ * `beforeUpgrade` of openDatabase), so that a refusal leaves the file as it
+ * was: a till of another network (refused right after the upgrade otherwise),
+ * a server of the version before running on it.
+ */
+export function checksBeforeUpgrade(config: Config, now: () => number): (db: Db) => void {
+  const underServer = refuseUpgradeUnderServer(config.dataDir, now);
+  return (db) => {
+    refuseOtherNetwork(createMetaRepo(db).get('network'), config);
+    underServer(db);
+  };
 }
 
 export interface ContextOptions {

@@ -16,6 +16,7 @@ import { createRuntime } from '../../../src/runtime.ts';
 import { createContext, type Context } from '../../../src/services/context.ts';
 import { addXpub, retireXpub } from '../../../src/services/xpubs.ts';
 import { capturedLogger } from '../../helpers/captured-log.ts';
+import { runTill } from '../../helpers/cli.ts';
 import { tempDir } from '../../helpers/temp.ts';
 import { nodeEnv } from '../chain/helpers.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
@@ -168,6 +169,27 @@ CREATE TABLE mempool_spends (
   PRIMARY KEY (outpoint, txid)
 ) STRICT, WITHOUT ROWID;
 `;
+
+test('a data dir of another network is refused before its upgrade: the file stays at its old schema, for its own network', async (t) => {
+  const dir = d17239cDataDir(t, "INSERT INTO meta (key, value) VALUES ('network', 'regtest');");
+  const version = () => {
+    const db = new Database(databasePath(dir), { readonly: true });
+    t.after(() => db.close());
+    return db.pragma('user_version', { simple: true });
+  };
+  const signet = loadConfig({ env: { TILL_DATA_DIR: dir, TILL_NETWORK: 'signet', TILL_RATES: 'fixed:65000' } });
+  assert.throws(() => createRuntime(signet, { logger: capturedLogger().logger }), /holds a till for network "regtest"/);
+  const cli = await runTill(['invoices', 'find', '--store', 'sto_01m8ar5xe11h1e1aa1pssfjdhg'], { dataDir: dir, env: { TILL_NETWORK: 'signet' } });
+  assert.equal(cli.code, 1);
+  assert.match(cli.stderr, /holds a till for network "regtest" .*configured for "signet"/);
+  assert.doesNotMatch(cli.stderr, /upgrad/i, 'no upgrade announced');
+  assert.equal(version(), 3, 'not upgraded');
+
+  const found = await runTill(['invoices', 'find', '--store', 'sto_01m8ar5xe11h1e1aa1pssfjdhg'], { dataDir: dir, env: { TILL_NETWORK: 'regtest' } });
+  assert.equal(found.code, 0, found.stderr);
+  assert.match(found.stdout, /inv_01m8ar62zsa6vrqb4kv36keece/);
+  assert.equal(version(), MIGRATIONS.length, 'its own network upgrades it');
+});
 
 test('schema 7 with mempool_spends (Till 519a00f..02c8492): the upgrade gives it payment_spends, in its place', (t) => {
   const dir = tempDir(t);
