@@ -2,7 +2,7 @@
 import { SecretKeyError } from '../src/auth/secret-box.ts';
 import { ConfigError } from '../src/config.ts';
 import { DataDirError } from '../src/db/connection.ts';
-import { SchemaTooNewError } from '../src/db/migrate.ts';
+import { SchemaTooNewError, SchemaUpgradeError } from '../src/db/migrate.ts';
 import { ApiError } from '../src/domain/errors.ts';
 import { LeaseHeldError } from '../src/services/server-lease.ts';
 import { fail } from './output.ts';
@@ -12,7 +12,7 @@ import { buildProgram } from './program.ts';
 buildProgram()
   .parseAsync(process.argv)
   .catch((err: unknown) => {
-    if (err instanceof ApiError || err instanceof ConfigError || err instanceof SchemaTooNewError || err instanceof DataDirError || err instanceof LeaseHeldError || err instanceof SecretKeyError) fail(err.message);
+    if (err instanceof ApiError || err instanceof ConfigError || err instanceof SchemaTooNewError || err instanceof SchemaUpgradeError || err instanceof DataDirError || err instanceof LeaseHeldError || err instanceof SecretKeyError) fail(err.message);
     const code = (err as NodeJS.ErrnoException).code;
     // Most often a command run as another user (root, say) left files the service's user cannot open.
     if (code === 'SQLITE_CANTOPEN' || code === 'SQLITE_READONLY') fail(`database: ${(err as Error).message}: can this user read and write the data directory and every file in it?`);

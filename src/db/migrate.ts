@@ -1,8 +1,14 @@
+import { statSync } from 'node:fs';
 import type Database from 'better-sqlite3';
 import { MIGRATIONS } from './migrations/index.ts';
 
 export class SchemaTooNewError extends Error {
   override name = 'SchemaTooNewError';
+}
+
+/** An upgrade that could not be made as things are (a full disk, a broken link); nothing of it was written. */
+export class SchemaUpgradeError extends Error {
+  override name = 'SchemaUpgradeError';
 }
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;
@@ -54,6 +60,7 @@ export function migrate(db: Database.Database, beforeUpgrade?: (db: Database.Dat
         upgrade.immediate();
         break;
       } catch (err) {
+        if (String((err as { code?: unknown }).code).startsWith('SQLITE_FULL')) throw diskFull(db, from);
         if ((err as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() >= deadline) throw err;
         // A busy timeout of 0 (allowed) would make this a spin: a short pause between tries.
         Atomics.wait(PAUSE, 0, 0, 50);
@@ -69,10 +76,18 @@ export function migrate(db: Database.Database, beforeUpgrade?: (db: Database.Dat
 export const UPGRADE_WAIT_MS = 30 * 60_000;
 const PAUSE = new Int32Array(new SharedArrayBuffer(4));
 
+/** A migration that rebuilds a table (0013) writes it whole to the WAL, then grows the file by it. */
+function diskFull(db: Database.Database, from: number): SchemaUpgradeError {
+  const mib = Math.ceil(statSync(db.name).size / 2 ** 20);
+  return new SchemaUpgradeError(
+    `the disk holding ${db.name} is full: upgrading the database from schema ${from} to ${LATEST_SCHEMA_VERSION} rewrites tables and needs free space of up to about twice the database's size (${mib} MiB now); nothing was changed. Free some space (or move the data directory) and start again`,
+  );
+}
+
 function refuseBrokenLinks(db: Database.Database): void {
   const broken = db.pragma('foreign_key_check') as Array<{ table: string; parent: string }>;
   if (broken.length > 0) {
-    throw new Error(
+    throw new SchemaUpgradeError(
       `after the upgrade ${broken.length} row(s) of ${broken[0]!.table} would point at no ${broken[0]!.parent}, so nothing was changed. Till writes none such: if the database was edited by hand, \`PRAGMA foreign_key_check\` in sqlite3 lists them; or restore a backup`,
     );
   }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { cpSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -17,7 +17,7 @@ import { createContext, type Context } from '../../../src/services/context.ts';
 import { addXpub, retireXpub } from '../../../src/services/xpubs.ts';
 import { capturedLogger } from '../../helpers/captured-log.ts';
 import { runTill } from '../../helpers/cli.ts';
-import { tempDir } from '../../helpers/temp.ts';
+import { tempDir, tempMount } from '../../helpers/temp.ts';
 import { nodeEnv } from '../chain/helpers.ts';
 import { waitFor } from '../../helpers/wait-for.ts';
 import { startFakeNode } from '../chain/nodes.ts';
@@ -189,6 +189,42 @@ test('a data dir of another network is refused before its upgrade: the file stay
   assert.equal(found.code, 0, found.stderr);
   assert.match(found.stdout, /inv_01m8ar62zsa6vrqb4kv36keece/);
   assert.equal(version(), MIGRATIONS.length, 'its own network upgrades it');
+});
+
+test('an upgrade on a disk too full for it: refused whole, saying how much room it needs; it runs once there is room', async (t) => {
+  const mount = tempMount(t, 64);
+  if (!mount) return t.skip('cannot mount a tmpfs here (needs root and CAP_SYS_ADMIN)');
+  // 30,000 more invoices of the same store: migration 0013 rewrites them all.
+  const many = `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 30000)
+    INSERT INTO invoices (id, store_id, livemode, status, amount_sats, xpub_id, address_index, address, script_hex, confirmations_required, late_window_ms, expires_at, created_at, metadata, version)
+    SELECT printf('inv_01m8ar6%019d', i), 'sto_01m8ar5xe11h1e1aa1pssfjdhg', 1, 'expired', 1000, 'xpb_01m8ar5yt11v72h545ty7882rm', 100 + i, 'address-' || i, printf('%044d', i), 1, 604800000, ${CREATED_AT}, ${CREATED_AT}, '{}', 1 FROM n;`;
+  const dir = join(mount, 'data');
+  cpSync(d17239cDataDir(t, many), dir, { recursive: true });
+  const dbSize = statSync(databasePath(dir)).size;
+  // What is left free: a third of the database's size.
+  const free = () => statfsSync(mount).bavail * statfsSync(mount).bsize;
+  writeFileSync(join(mount, 'filler'), Buffer.alloc(Math.max(0, free() - Math.floor(dbSize / 3))));
+  // Closed at once: the mount is unmounted when the test ends.
+  const read = <T>(fn: (db: Database.Database) => T): T => {
+    const db = new Database(databasePath(dir), { readonly: true });
+    try {
+      return fn(db);
+    } finally {
+      db.close();
+    }
+  };
+  const version = () => read((db) => db.pragma('user_version', { simple: true }));
+
+  const refused = await runTill(['invoices', 'find', '--store', 'sto_01m8ar5xe11h1e1aa1pssfjdhg', '--limit', '1'], { dataDir: dir, env: { TILL_NETWORK: 'regtest' } });
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, new RegExp(`\\ntill: the disk holding ${databasePath(dir)} is full: upgrading the database from schema 3 to ${MIGRATIONS.length} rewrites tables and needs free space of up to about twice the database's size \\(\\d+ MiB now\\); nothing was changed\\. Free some space`));
+  assert.equal(version(), 3, 'nothing changed');
+
+  rmSync(join(mount, 'filler'));
+  const found = await runTill(['invoices', 'find', '--store', 'sto_01m8ar5xe11h1e1aa1pssfjdhg', '--limit', '1'], { dataDir: dir, env: { TILL_NETWORK: 'regtest' } });
+  assert.equal(found.code, 0, found.stderr);
+  assert.equal(version(), MIGRATIONS.length);
+  assert.equal(read((db) => db.prepare('SELECT count(*) FROM invoices').pluck().get()), 30_001, 'every invoice kept');
 });
 
 test('schema 7 with mempool_spends (Till 519a00f..02c8492): the upgrade gives it payment_spends, in its place', (t) => {
