@@ -281,6 +281,17 @@ export function createInvoicesRepo(db: Db) {
       if (q.txid !== undefined) (where.push('id IN (SELECT invoice_id FROM payments WHERE txid = ?)'), params.push(q.txid));
       if (q.address !== undefined) (where.push('address = ?'), params.push(q.address));
       if (q.metadata !== undefined) (where.push('EXISTS (SELECT 1 FROM json_each(metadata) WHERE key = ? AND value = ?)'), params.push(q.metadata.key, q.metadata.value));
+      if (q.storeId !== undefined && q.txid === undefined && q.address === undefined) {
+        // A store's newest without sorting its every invoice: one range of the list index per mode and status,
+        // merged in id order up to the limit (as listInvoicesSql does for one mode).
+        const conditions = ['store_id = ?', ...where];
+        const arms = [0, 1].flatMap((livemode) =>
+          INVOICE_STATUSES.map((status) => `SELECT id FROM invoices WHERE ${[...conditions, `livemode = ${livemode}`, `status = '${status}'`].join(' AND ')}`),
+        );
+        const armParams = arms.flatMap(() => [q.storeId, ...params]);
+        const sql = `SELECT rowid, * FROM invoices WHERE id IN (${arms.join(' UNION ALL ')} ORDER BY id DESC LIMIT ?) ORDER BY id DESC`;
+        return loadMany(db.prepare<unknown[], InvoiceRow>(sql).all(...armParams, q.limit));
+      }
       if (q.storeId !== undefined) (where.push('store_id = ?'), params.push(q.storeId));
       const sql = `SELECT rowid, * FROM invoices ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`;
       return loadMany(db.prepare<unknown[], InvoiceRow>(sql).all(...params, q.limit));

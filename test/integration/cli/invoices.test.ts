@@ -86,6 +86,10 @@ describe('till invoices', () => {
     assert.deepEqual(await ids(['--metadata', 'customer=bob', '--txid', 'ab'.repeat(32)]), [order.id], 'everything given must match');
     assert.deepEqual(await ids(['--store', shop.storeId, '--limit', '1']), [unpaid.id]);
     assert.deepEqual(await ids(['--store', other.storeId]), [elsewhere.id]);
+    // Newest first whatever their statuses (the list index holds each status apart).
+    assert.equal((await call(till, 'POST', `/v1/invoices/${unpaid.id}/cancel`, { key: shop.key })).status, 200);
+    assert.deepEqual(await ids(['--store', shop.storeId]), [unpaid.id, order.id]);
+    assert.deepEqual(await ids(['--store', shop.storeId, '--metadata', 'order_id=1234']), [order.id]);
 
     const human = await runTillBeside(till, ['invoices', 'find', '--metadata', 'order_id=1234']);
     assert.equal(human.code, 0, human.stderr);
