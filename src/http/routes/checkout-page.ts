@@ -38,8 +38,15 @@ const PAGE_HEADERS = {
 
 const PAGE_FILES = new Set(['checkout.css', 'checkout.js', 'describe.js', 'favicon.svg']);
 
-/** QR codes kept drawn (an SVG takes ~1 ms to draw, a PNG 5-20): a few per open invoice, as dueUri allows. */
-const DRAWN_QR_CODES = 512;
+/** Invoices whose QR codes are kept drawn (an SVG takes ~1 ms to draw, a PNG 5-20), the first drawn dropped first. */
+const KEPT_INVOICES = 256;
+/**
+ * Codes kept per invoice. An amount other than what is due now is drawn only
+ * while its invoice has fewer: a page shows an older amount for a moment only,
+ * and a crafted link (any amount a page could have shown, which many payments
+ * make many) must not make Till draw code after code.
+ */
+const CODES_PER_INVOICE = 8;
 
 export function registerCheckoutPage(app: H3, rt: Runtime): void {
   const { ctx } = rt;
@@ -89,38 +96,36 @@ export function registerCheckoutPage(app: H3, rt: Runtime): void {
     },
   });
 
-  /** What the QR code of the page at `event` asks for (dueUri), or 404 for an unknown invoice. */
-  const qrUri = (event: H3Event): string => {
+  // Drawn once per code and kept: a page reloaded, revalidated (304) or opened on many screens costs a lookup.
+  const kept = new Map<string, Map<string, Promise<Asset>>>();
+  /** The code of the amount the page at `event` shows (see dueNow), or 404 for an unknown invoice. */
+  const qrCode = (event: H3Event, format: 'svg' | 'png'): Promise<Asset> => {
     const id = routeParam(event, 'id');
     const inv = findInvoice(id);
     if (!inv) throw invoiceNotFound(id);
-    return dueUri(inv, event.url.searchParams.get('due'));
-  };
-
-  // Drawn once per code and kept: a page reloaded, revalidated (304) or opened on many screens costs a lookup.
-  const drawn = new Map<string, Promise<Asset>>();
-  const drawQrCode = (format: 'svg' | 'png', uri: string): Promise<Asset> => {
-    const key = `${format} ${uri}`;
-    let asset = drawn.get(key);
-    if (!asset) {
-      asset =
-        format === 'svg'
-          ? QRCode.toString(uri, { type: 'svg', errorCorrectionLevel: 'M', margin: 4 }).then((svg) => toAsset(svg, 'image/svg+xml'))
-          : // Twice the size the page shows it, for sharp pixels on a phone's screen.
-            QRCode.toBuffer(uri, { type: 'png', errorCorrectionLevel: 'M', margin: 4, width: 480 }).then((png) => toAsset(new Uint8Array(png), 'image/png'));
-      setBounded(drawn, key, asset, DRAWN_QR_CODES);
-      asset.catch(() => drawn.delete(key));
+    let codes = kept.get(inv.id);
+    if (!codes) setBounded(kept, inv.id, (codes = new Map()), KEPT_INVOICES);
+    const now = dueNow(inv);
+    const asked = askedDue(event.url.searchParams.get('due'));
+    const older = asked !== null && asked !== now && (codes.has(`${format} ${asked}`) || (codes.size < CODES_PER_INVOICE && couldShowDue(inv, asked)));
+    const due = older ? asked : now;
+    const key = `${format} ${due}`;
+    let code = codes.get(key);
+    if (!code) {
+      code = drawQrCode(format, paymentUri(inv.address, due));
+      setBounded(codes, key, code, CODES_PER_INVOICE);
+      code.catch(() => codes.delete(key));
     }
-    return asset;
+    return code;
   };
 
   defineRoute(app, '/checkout/:id/qr.svg', {
-    GET: async (event) => sendAsset(event, await drawQrCode('svg', qrUri(event)), { headers: { 'content-security-policy': "default-src 'none'" } }),
+    GET: async (event) => sendAsset(event, await qrCode(event, 'svg'), { headers: { 'content-security-policy': "default-src 'none'" } }),
   });
 
   // The same code as a PNG, for the page without JavaScript: Tor Browser at its Safest level shows no SVG image.
   defineRoute(app, '/checkout/:id/qr.png', {
-    GET: async (event) => sendAsset(event, await drawQrCode('png', qrUri(event))),
+    GET: async (event) => sendAsset(event, await qrCode(event, 'png')),
   });
 }
 
@@ -133,21 +138,31 @@ function pageInvoiceId(event: H3Event): string {
   }
 }
 
+function drawQrCode(format: 'svg' | 'png', uri: string): Promise<Asset> {
+  return format === 'svg'
+    ? QRCode.toString(uri, { type: 'svg', errorCorrectionLevel: 'M', margin: 4 }).then((svg) => toAsset(svg, 'image/svg+xml'))
+    : // Twice the size the page shows it, for sharp pixels on a phone's screen.
+      QRCode.toBuffer(uri, { type: 'png', errorCorrectionLevel: 'M', margin: 4, width: 480 }).then((png) => toAsset(new Uint8Array(png), 'image/png'));
+}
+
 /**
- * What the QR code asks for: the invoice's payment_uri, or, while a pending
- * invoice is partly paid, the same address with what is still missing, so a
- * buyer who scans again does not pay the whole amount twice. The page names
- * the amount its text shows (`?due=`, sats): what is due now may differ, as a
- * payment can land between the snapshot the page shows and this request, and
- * the browser keeps the image under that URL. Only an amount some page could
- * have shown is drawn (couldShowDue): any other would only make Till draw one
- * more code, each a few milliseconds of its CPU.
+ * What the QR code asks for: the invoice's amount, or, while a pending invoice
+ * is partly paid, what is still missing, so a buyer who scans again does not
+ * pay the whole amount twice. The page names the amount its text shows
+ * (`?due=`, sats): what is due now may differ, as a payment can land between
+ * the snapshot the page shows and this request, and the browser keeps the
+ * image under that URL. Such an older amount is drawn if a page could have
+ * shown it (couldShowDue), within CODES_PER_INVOICE.
  */
-export function dueUri(inv: StoredInvoice, asked: string | null = null): string {
-  if (asked !== null && /^[1-9][0-9]{0,15}$/.test(asked) && couldShowDue(inv, Number(asked))) return paymentUri(inv.address, Number(asked));
+function dueNow(inv: StoredInvoice): number {
   const received = amountReceived(inv);
   const partial = inv.status === 'pending' && received > 0 && received < inv.amountSats;
-  return paymentUri(inv.address, partial ? inv.amountSats - received : inv.amountSats);
+  return partial ? inv.amountSats - received : inv.amountSats;
+}
+
+/** `?due=` as a whole number of sats, or null. */
+function askedDue(asked: string | null): number | null {
+  return asked !== null && /^[1-9][0-9]{0,15}$/.test(asked) ? Number(asked) : null;
 }
 
 /** An invoice's payments past this many: any due up to the amount passes (their sums are not listed). */

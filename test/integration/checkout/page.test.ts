@@ -161,4 +161,21 @@ describe('GET /checkout/:id and its files', () => {
 
     assert.equal((await call(till, 'GET', `/checkout/${MISSING_ID}/qr.svg`)).status, 404);
   });
+
+  test('a few older amounts are drawn per invoice, then only what is due: crafted links cannot make Till draw code after code', async (t) => {
+    const till = await startTestTill(t);
+    const store = setupStore(till);
+    const inv = await createInvoice(till, store, { amount_sats: 1_000_000 });
+    // 13 payments (one transaction's outputs, say): a page could have shown nearly any amount.
+    for (let i = 0; i < 13; i++) await receivePayment(till, inv.id, 330, (i + 16).toString(16));
+    const now = await call(till, 'GET', `/checkout/${inv.id}/qr.png?due=${1_000_000 - 13 * 330}`);
+    const etags: string[] = [];
+    for (let due = 1; due <= 40; due++) etags.push((await call(till, 'GET', `/checkout/${inv.id}/qr.png?due=${due}`)).headers.get('etag')!);
+    const drawnForCrafted = new Set(etags.filter((etag) => etag !== now.headers.get('etag')));
+    assert.ok(drawnForCrafted.size > 0 && drawnForCrafted.size < 8, `${drawnForCrafted.size} codes drawn for 40 crafted amounts`);
+    assert.equal(etags.at(-1), now.headers.get('etag'), 'past the bound: what is due now');
+    // One drawn before is still served (a page that showed it keeps its image).
+    assert.equal((await call(till, 'GET', `/checkout/${inv.id}/qr.png?due=1`)).headers.get('etag'), etags[0]);
+    assert.notEqual(etags[0], now.headers.get('etag'));
+  });
 });
