@@ -60,7 +60,7 @@ export function migrate(db: Database.Database, beforeUpgrade?: (db: Database.Dat
         upgrade.immediate();
         break;
       } catch (err) {
-        if (String((err as { code?: unknown }).code).startsWith('SQLITE_FULL')) throw diskFull(db, from);
+        if (isDiskFull(err)) throw diskFull(db, from);
         if ((err as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() >= deadline) throw err;
         // A busy timeout of 0 (allowed) would make this a spin: a short pause between tries.
         Atomics.wait(PAUSE, 0, 0, 50);
@@ -69,8 +69,23 @@ export function migrate(db: Database.Database, beforeUpgrade?: (db: Database.Dat
   } finally {
     db.pragma(`foreign_keys = ${foreignKeys ? 'ON' : 'OFF'}`);
   }
+  // The upgrade is in the WAL; copying it into the database file grows the file. A disk with room for the one but
+  // not the other would fail the next write, with SQLite's own words: say so now.
+  if (from > 0) {
+    try {
+      db.pragma('wal_checkpoint(PASSIVE)');
+    } catch (err) {
+      if (!isDiskFull(err)) throw err;
+      throw new SchemaUpgradeError(
+        `the database in ${db.name} was upgraded to schema ${LATEST_SCHEMA_VERSION}, but that left the disk holding it full (${sizeMiB(db)} MiB now, and the upgrade in its WAL beside it): free some space (or move the data directory) and start again`,
+      );
+    }
+  }
   return LATEST_SCHEMA_VERSION;
 }
+
+const isDiskFull = (err: unknown): boolean => String((err as { code?: unknown }).code).startsWith('SQLITE_FULL');
+const sizeMiB = (db: Database.Database): number => Math.ceil(statSync(db.name).size / 2 ** 20);
 
 /** How long an upgrade waits for another process's write lock (each try waits the busy timeout). */
 export const UPGRADE_WAIT_MS = 30 * 60_000;
@@ -78,9 +93,9 @@ const PAUSE = new Int32Array(new SharedArrayBuffer(4));
 
 /** A migration that rebuilds a table (0013) writes it whole to the WAL, then grows the file by it. */
 function diskFull(db: Database.Database, from: number): SchemaUpgradeError {
-  const mib = Math.ceil(statSync(db.name).size / 2 ** 20);
+  if (from === 0) return new SchemaUpgradeError(`the disk holding ${db.name} is full: there is no room for a new database. Free some space (or choose another data directory) and start again`);
   return new SchemaUpgradeError(
-    `the disk holding ${db.name} is full: upgrading the database from schema ${from} to ${LATEST_SCHEMA_VERSION} rewrites tables and needs free space of up to about twice the database's size (${mib} MiB now); nothing was changed. Free some space (or move the data directory) and start again`,
+    `the disk holding ${db.name} is full: upgrading the database from schema ${from} to ${LATEST_SCHEMA_VERSION} rewrites tables and needs free space of up to about twice the database's size (${sizeMiB(db)} MiB now); nothing was changed. Free some space (or move the data directory) and start again`,
   );
 }
 

@@ -191,19 +191,20 @@ test('a data dir of another network is refused before its upgrade: the file stay
   assert.equal(version(), MIGRATIONS.length, 'its own network upgrades it');
 });
 
-test('an upgrade on a disk too full for it: refused whole, saying how much room it needs; it runs once there is room', async (t) => {
-  const mount = tempMount(t, 64);
-  if (!mount) return t.skip('cannot mount a tmpfs here (needs root and CAP_SYS_ADMIN)');
-  // 30,000 more invoices of the same store: migration 0013 rewrites them all.
+/**
+ * The d17239c data dir with 30,000 more invoices (migration 0013 rewrites them all), on a tmpfs of its own left
+ * with `freeFactor` times the database's size free; null where no tmpfs can be mounted.
+ */
+function dataDirOnFullDisk(t: TestContext, freeFactor: number) {
+  const mount = tempMount(t, 96);
+  if (!mount) return null;
   const many = `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 30000)
     INSERT INTO invoices (id, store_id, livemode, status, amount_sats, xpub_id, address_index, address, script_hex, confirmations_required, late_window_ms, expires_at, created_at, metadata, version)
     SELECT printf('inv_01m8ar6%019d', i), 'sto_01m8ar5xe11h1e1aa1pssfjdhg', 1, 'expired', 1000, 'xpb_01m8ar5yt11v72h545ty7882rm', 100 + i, 'address-' || i, printf('%044d', i), 1, 604800000, ${CREATED_AT}, ${CREATED_AT}, '{}', 1 FROM n;`;
   const dir = join(mount, 'data');
   cpSync(d17239cDataDir(t, many), dir, { recursive: true });
-  const dbSize = statSync(databasePath(dir)).size;
-  // What is left free: a third of the database's size.
   const free = () => statfsSync(mount).bavail * statfsSync(mount).bsize;
-  writeFileSync(join(mount, 'filler'), Buffer.alloc(Math.max(0, free() - Math.floor(dbSize / 3))));
+  writeFileSync(join(mount, 'filler'), Buffer.alloc(Math.max(0, free() - Math.floor(statSync(databasePath(dir)).size * freeFactor))));
   // Closed at once: the mount is unmounted when the test ends.
   const read = <T>(fn: (db: Database.Database) => T): T => {
     const db = new Database(databasePath(dir), { readonly: true });
@@ -213,18 +214,53 @@ test('an upgrade on a disk too full for it: refused whole, saying how much room 
       db.close();
     }
   };
-  const version = () => read((db) => db.pragma('user_version', { simple: true }));
+  return {
+    dir,
+    version: () => read((db) => db.pragma('user_version', { simple: true })),
+    invoices: () => read((db) => db.prepare('SELECT count(*) FROM invoices').pluck().get()),
+    makeRoom: () => rmSync(join(mount, 'filler')),
+    find: () => runTill(['invoices', 'find', '--store', 'sto_01m8ar5xe11h1e1aa1pssfjdhg', '--limit', '1'], { dataDir: dir, env: { TILL_NETWORK: 'regtest' } }),
+  };
+}
 
-  const refused = await runTill(['invoices', 'find', '--store', 'sto_01m8ar5xe11h1e1aa1pssfjdhg', '--limit', '1'], { dataDir: dir, env: { TILL_NETWORK: 'regtest' } });
+test('an upgrade on a disk too full for it: refused whole, saying how much room it needs; it runs once there is room', async (t) => {
+  const data = dataDirOnFullDisk(t, 1 / 3);
+  if (!data) return t.skip('cannot mount a tmpfs here (needs root and CAP_SYS_ADMIN)');
+  const refused = await data.find();
   assert.equal(refused.code, 1);
-  assert.match(refused.stderr, new RegExp(`\\ntill: the disk holding ${databasePath(dir)} is full: upgrading the database from schema 3 to ${MIGRATIONS.length} rewrites tables and needs free space of up to about twice the database's size \\(\\d+ MiB now\\); nothing was changed\\. Free some space`));
-  assert.equal(version(), 3, 'nothing changed');
+  assert.match(refused.stderr, new RegExp(`\\ntill: the disk holding ${databasePath(data.dir)} is full: upgrading the database from schema 3 to ${MIGRATIONS.length} rewrites tables and needs free space of up to about twice the database's size \\(\\d+ MiB now\\); nothing was changed\\. Free some space`));
+  assert.equal(data.version(), 3, 'nothing changed');
 
-  rmSync(join(mount, 'filler'));
-  const found = await runTill(['invoices', 'find', '--store', 'sto_01m8ar5xe11h1e1aa1pssfjdhg', '--limit', '1'], { dataDir: dir, env: { TILL_NETWORK: 'regtest' } });
+  data.makeRoom();
+  const found = await data.find();
   assert.equal(found.code, 0, found.stderr);
-  assert.equal(version(), MIGRATIONS.length);
-  assert.equal(read((db) => db.prepare('SELECT count(*) FROM invoices').pluck().get()), 30_001, 'every invoice kept');
+  assert.equal(data.version(), MIGRATIONS.length);
+  assert.equal(data.invoices(), 30_001, 'every invoice kept');
+});
+
+test('an upgrade that fits on the disk but leaves no room to copy it into the database file: said as such, then done', async (t) => {
+  const data = dataDirOnFullDisk(t, 1.2);
+  if (!data) return t.skip('cannot mount a tmpfs here (needs root and CAP_SYS_ADMIN)');
+  const refused = await data.find();
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, new RegExp(`\\ntill: the database in ${databasePath(data.dir)} was upgraded to schema ${MIGRATIONS.length}, but that left the disk holding it full \\(\\d+ MiB now, and the upgrade in its WAL beside it\\): free some space`));
+  assert.equal(data.version(), MIGRATIONS.length);
+
+  data.makeRoom();
+  const found = await data.find();
+  assert.equal(found.code, 0, found.stderr);
+  assert.equal(data.invoices(), 30_001, 'every invoice kept');
+});
+
+test('a new database on a disk too full for it: said as such (not as an upgrade)', async (t) => {
+  const mount = tempMount(t, 2);
+  if (!mount) return t.skip('cannot mount a tmpfs here (needs root and CAP_SYS_ADMIN)');
+  const fs = statfsSync(mount);
+  writeFileSync(join(mount, 'filler'), Buffer.alloc(fs.bavail * fs.bsize - 96 * 1024));
+  const dataDir = join(mount, 'data');
+  const r = await runTill(['store', 'create', '--name', 'Shop', '--mode', 'test'], { dataDir, env: { TILL_NETWORK: 'regtest' } });
+  assert.equal(r.code, 1);
+  assert.equal(r.stderr, `till: the disk holding ${databasePath(dataDir)} is full: there is no room for a new database. Free some space (or choose another data directory) and start again\n`);
 });
 
 test('schema 7 with mempool_spends (Till 519a00f..02c8492): the upgrade gives it payment_spends, in its place', (t) => {
