@@ -35,10 +35,34 @@ function quoted(text: string): string {
   return /^[^\s="\\]+$/.test(text) ? text : JSON.stringify(text);
 }
 
-function parseMetadataPair(value: string): { key: string; value: string } {
-  const at = value.indexOf('=');
-  if (at < 1) throw new InvalidArgumentError('--metadata must be key=value (order_id=1234)');
-  return { key: value.slice(0, at), value: value.slice(at + 1) };
+/** `key=value`, each part plain or JSON-quoted, as `invoices show` prints a pair (quoted): a key holding `=` can be given. */
+function parseMetadataPair(arg: string): { key: string; value: string } {
+  const usage = () => new InvalidArgumentError('--metadata must be key=value (order_id=1234), each part as till invoices show prints it (JSON-quoted when it holds a space, =, a quote or a backslash)');
+  const quotedKey = readQuoted(arg);
+  const at = quotedKey ? quotedKey.end : arg.indexOf('=');
+  if ((arg.startsWith('"') && !quotedKey) || at < 1 || arg[at] !== '=') throw usage();
+  const key = quotedKey ? quotedKey.text : arg.slice(0, at);
+  if (key === '') throw usage();
+  const rest = arg.slice(at + 1);
+  const quotedValue = readQuoted(rest);
+  if (rest.startsWith('"') && quotedValue?.end !== rest.length) throw usage();
+  return { key, value: quotedValue ? quotedValue.text : rest };
+}
+
+/** The JSON string `text` starts with: its text and where it ends; null if it starts with none. */
+function readQuoted(text: string): { text: string; end: number } | null {
+  if (!text.startsWith('"')) return null;
+  for (let i = 1; i < text.length; i++) {
+    if (text[i] === '\\') i++;
+    else if (text[i] === '"') {
+      try {
+        return { text: JSON.parse(text.slice(0, i + 1)) as string, end: i + 1 };
+      } catch {
+        return null;
+      }
+    }
+  }
+  return null;
 }
 
 export function invoicesCommand(): Command {
@@ -84,7 +108,7 @@ export function invoicesCommand(): Command {
   cmd.command('find').description('invoices newest first: those paid by a transaction, of an address, with a metadata value, or of a store (what is given must all match)')
     .addOption(new Option('--txid <txid>', 'a transaction that paid them').argParser(parseTxid))
     .addOption(new Option('--address <address>', 'their payment address (reads every invoice of the store, or of all stores)').argParser(parseAddress))
-    .addOption(new Option('--metadata <key=value>', 'a metadata entry, as the shop set it (reads every invoice of the store, or of all stores)').argParser(parseMetadataPair))
+    .addOption(new Option('--metadata <key=value>', 'a metadata entry, as the shop set it; a part with a space, =, a quote or a backslash JSON-quoted, as invoices show prints it (reads every invoice of the store, or of all stores)').argParser(parseMetadataPair))
     .option('--store <id>', 'only this store')
     .addOption(new Option('--limit <n>', 'at most this many (1-10000)').default(50).argParser(parseIntegerOption('--limit', 1, 10_000)))
     .action(function (this: Command) {

@@ -99,6 +99,13 @@ describe('till invoices', () => {
     ]);
     const none = await runTillBeside(till, ['invoices', 'find', '--address', 'bcrt1qnothing']);
     assert.deepEqual([none.code, none.stdout], [0, '(none)\n']);
+
+    // A pair as `show` prints it, JSON-quoted where it holds a space, a line break, `=` or a quote, is found as it reads.
+    const shown = (await runTillBeside(till, ['invoices', 'show', unpaid.id])).stdout;
+    const pair = /^metadata  .*?("buyer note"=".*?[^\\]")(?:  |$)/m.exec(shown)?.[1];
+    assert.ok(pair, shown);
+    assert.deepEqual(await ids(['--metadata', pair]), [unpaid.id]);
+    assert.deepEqual(await ids(['--metadata', 'order_id="1235"']), [unpaid.id], 'a plain value quoted all the same');
   });
 
   const refusals: Array<[string, string[], RegExp]> = [
@@ -110,6 +117,9 @@ describe('till invoices', () => {
     ['an address with a space in it', ['find', '--address', 'bc1q abc'], /^till: --address must be a Bitcoin address/m],
     ['a metadata pair without a key', ['find', '--metadata', '=1234'], /^till: --metadata must be key=value \(order_id=1234\)/m],
     ['a metadata pair without =', ['find', '--metadata', 'order_id'], /^till: --metadata must be key=value/m],
+    ['a quoted key without its end', ['find', '--metadata', '"order_id=1234'], /^till: --metadata must be key=value \(order_id=1234\), each part as till invoices show prints it/m],
+    ['a quoted value with more after it', ['find', '--metadata', 'order_id="12"34'], /^till: --metadata must be key=value/m],
+    ['an empty quoted key', ['find', '--metadata', '""=1234'], /^till: --metadata must be key=value/m],
     ['an unknown store', ['find', '--store', 'sto_nothing'], /^till: no store sto_nothing$/m],
     ['a limit out of range', ['find', '--store', 'sto_x', '--limit', '0'], /^till: --limit must be from 1 to 10000/m],
   ];
