@@ -6,7 +6,7 @@ export class SchemaTooNewError extends Error {
   override name = 'SchemaTooNewError';
 }
 
-/** An upgrade that could not be made as things are (a full disk, a broken link); nothing of it was written. */
+/** An upgrade that could not be made, or finished, as things are (a full disk, a broken link): its message says what was kept. */
 export class SchemaUpgradeError extends Error {
   override name = 'SchemaUpgradeError';
 }
