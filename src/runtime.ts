@@ -55,6 +55,8 @@ export interface RuntimeOptions {
   /** Tests point the exchange providers at a local fake. */
   rateBaseUrls?: { kraken?: string; bitstamp?: string; coinbase?: string };
   expiryIntervalMs?: number;
+  /** How often Idempotency-Keys past their 24 hours are deleted (a minute); tests shorten it. */
+  idempotencyPurgeIntervalMs?: number;
   /** Per-attempt webhook timeout (spec: 10 s); tests shorten it. */
   webhookTimeoutMs?: number;
   /** Checkout stream heartbeat period (15 s); tests shorten it. */
@@ -208,7 +210,9 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
       // What it publishes reaches buyers: it reads once no commit waits for its fdatasync.
       loops.push(startLoop('external-changes', 1000, logger, () => ctx.writes.whenDurable(() => externalChanges.poll())));
       loops.push(startLoop('address-pool', 5000, logger, refillAllPools));
-      loops.push(startLoop('idempotency-purge', 60_000, logger, () => ctx.writes.run(() => ctx.repos.idempotency.purgeBefore(clock.now() - IDEMPOTENCY_TTL_MS, 10_000))));
+      // A key is fresh again at exactly 24 hours (checkIdempotency): purged from then on too.
+      const purgeIdempotencyKeys = () => ctx.writes.run(() => ctx.repos.idempotency.purgeBefore(clock.now() - IDEMPOTENCY_TTL_MS + 1, 10_000));
+      loops.push(startLoop('idempotency-purge', opts.idempotencyPurgeIntervalMs ?? 60_000, logger, purgeIdempotencyKeys));
       firstRefill = refillAllPools().catch((err) => logger.error({ err }, 'address pool refill failed'));
     },
     async stop() {

@@ -6,6 +6,7 @@ import { describe, test } from 'node:test';
 import { mintApiKey } from '../../../src/services/api-keys.ts';
 import { rawConversation, statusCodes } from '../../helpers/raw-http.ts';
 import { call, setupStore, TRANSPORTS } from '../../helpers/till-server.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
 import { assertError, assertInvoice, assertRequestId, assertWritesNothing, countWrites, postInvoice, useTill } from './invoice-api.ts';
 
 const DAY = 24 * 60 * 60 * 1000;
@@ -118,6 +119,23 @@ for (const transport of TRANSPORTS) {
     });
   });
 }
+
+describe('Idempotency-Keys past their 24 hours (socket)', () => {
+  const till = useTill({ transport: 'socket', startWorkers: true, idempotencyPurgeIntervalMs: 20 });
+
+  test('are deleted by the server as it runs: the database does not keep every key ever sent', async () => {
+    const s = setupStore(till());
+    const keys = () => till().rt.ctx.db.prepare('SELECT count(*) FROM idempotency_keys').pluck().get() as number;
+    for (const key of ['k-1', 'k-2']) assertInvoice(await postInvoice(till(), s.key, { amount_sats: 1000 }, { 'idempotency-key': key }));
+    till().clock.advance(DAY - 1);
+    const young = assertInvoice(await postInvoice(till(), s.key, { amount_sats: 1000 }, { 'idempotency-key': 'k-3' }));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(keys(), 3, 'none past its 24 hours yet');
+    till().clock.advance(1);
+    await waitFor(() => keys() === 1, 'the two keys of a day ago deleted', 5_000);
+    assert.equal((await postInvoice(till(), s.key, { amount_sats: 1000 }, { 'idempotency-key': 'k-3' })).body.id, young.id, 'the young one still replays');
+  });
+});
 
 describe('Idempotency-Key sent twice (socket)', () => {
   const till = useTill({ transport: 'socket' });
