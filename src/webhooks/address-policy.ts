@@ -41,7 +41,8 @@ export function isPrivateAddress(address: string): boolean {
  * is still caught at connect time.
  */
 export function plainlyPrivateHost(url: string): string | null {
-  const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
+  // A fully qualified name's trailing dot names the same host (localhost. is localhost).
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '');
   if (host === 'localhost' || host.endsWith('.localhost')) return host;
   return isIP(host) !== 0 && isPrivateAddress(host) ? host : null;
 }

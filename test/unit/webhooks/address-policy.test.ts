@@ -36,7 +36,7 @@ test('public addresses: allowed', () => {
 });
 
 test('a URL whose host is plainly private is refused when given, in any spelling the URL parser keeps', () => {
-  for (const url of ['http://[64:ff9b::a00:1]/h', 'http://[::ffff:127.0.0.1]/h', 'http://[2002:a00:1::1]/h', 'http://0x7f.1/h', 'http://localhost/h', 'http://shop.localhost/h']) {
+  for (const url of ['http://[64:ff9b::a00:1]/h', 'http://[::ffff:127.0.0.1]/h', 'http://[2002:a00:1::1]/h', 'http://0x7f.1/h', 'http://localhost/h', 'http://shop.localhost/h', 'http://LOCALHOST./h', 'http://shop.localhost./h']) {
     assert.notEqual(plainlyPrivateHost(url), null, url);
   }
   for (const url of ['https://shop.example/h', 'http://[64:ff9b::808:808]/h', 'http://8.8.8.8/h']) assert.equal(plainlyPrivateHost(url), null, url);
