@@ -1,4 +1,6 @@
+import { existsSync } from 'node:fs';
 import { Command } from 'commander';
+import { databasePath, makeDataDir } from '../../src/db/connection.ts';
 import { createApp } from '../../src/http/app.ts';
 import { createRequestLog } from '../../src/http/middleware/request-context.ts';
 import { listen } from '../../src/http/server.ts';
@@ -26,6 +28,9 @@ export function serveCommand(): Command {
       // A closed terminal or ssh session: Till has nothing to reload, so it stops the same clean way rather than dying mid-request.
       process.on('SIGHUP', onSignal);
       const config = configFrom(this, { demo: this.opts().demo });
+      // A new demo data dir gets its settings before its database: a start that cannot bind leaves a data dir that
+      // every command reads as the demo's (regtest), not as a mainnet till's holding regtest data.
+      let demoSettings = this.opts().demo && !existsSync(databasePath(config.dataDir)) ? (makeDataDir(config.dataDir), writeDemoSettings(config)) : null;
       const rt = createRuntime(config, {
         onFatal: (message) => {
           process.stderr.write(`till: ${message}\n`);
@@ -44,7 +49,7 @@ export function serveCommand(): Command {
       }
       // Only once bound: the demo's API key is shown once, so it is made when it can be shown.
       const demo = this.opts().demo ? seedDemo(rt.ctx) : null;
-      const demoSettings = demo && writeDemoSettings(config);
+      if (demo) demoSettings ??= writeDemoSettings(config);
       // With port 0 or no public URL, links point at the address actually bound.
       if (!config.publicUrl) rt.ctx.baseUrl = server.url;
       rt.logger.info({ url: server.url, network: config.network, data_dir: config.dataDir }, 'till listening');

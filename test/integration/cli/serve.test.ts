@@ -100,6 +100,10 @@ test('a serve --demo whose port is taken says so, and a retry on a free port sta
   assert.equal(first.code, 1);
   assert.match(first.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE.*--port`));
   assert.doesNotMatch(first.stdout, /svc_test_/);
+  // The data dir it made reads as the demo's (regtest) for every command, not as a mainnet till's holding regtest data.
+  const list = await runTill(['--json', 'store', 'list'], { dataDir });
+  assert.equal(list.code, 0, list.stderr);
+  assert.deepEqual(JSON.parse(list.stdout), []);
   // The failed start released its lease (no "another till serve is running") and made no demo store it could not show.
   const till = await startServe(dataDir);
   t.after(() => till.stop());
