@@ -11,8 +11,8 @@ function settingsOptions(cmd: Command): Command {
     .addOption(new Option('--confirmations <n>', `confirmations an invoice needs (${confirmations.min}-${confirmations.max}, default 1)`).argParser(parseIntegerOption('--confirmations', confirmations.min, confirmations.max)))
     .addOption(new Option('--expiry-minutes <n>', `default invoice lifetime (${expiryMinutes.min}-${expiryMinutes.max}, default 30)`).argParser(parseIntegerOption('--expiry-minutes', expiryMinutes.min, expiryMinutes.max)))
     .addOption(new Option('--late-window-minutes <n>', `how long after expiry a payment can still complete an invoice (${lateWindowMinutes.min}-${lateWindowMinutes.max}, default 10080 = 7 days)`).argParser(parseIntegerOption('--late-window-minutes', lateWindowMinutes.min, lateWindowMinutes.max)))
-    .option('--logo-url <url>', 'logo shown on the checkout page')
-    .option('--brand-color <#rrggbb>', 'accent colour of the checkout page');
+    .option('--logo-url <url>', "logo shown on the checkout page ('' removes it)")
+    .option('--brand-color <#rrggbb>', "accent colour of the checkout page ('' removes it)");
 }
 
 function settingsFrom(o: Record<string, unknown>): StoreSettings {
@@ -22,8 +22,9 @@ function settingsFrom(o: Record<string, unknown>): StoreSettings {
     confirmationsRequired: o.confirmations as number | undefined,
     expiryMinutes: o.expiryMinutes as number | undefined,
     lateWindowMinutes: o.lateWindowMinutes as number | undefined,
-    logoUrl: o.logoUrl as string | undefined,
-    brandColor: o.brandColor as string | undefined,
+    // An empty value removes the setting: the page goes back to Till's own look.
+    logoUrl: o.logoUrl === '' ? null : (o.logoUrl as string | undefined),
+    brandColor: o.brandColor === '' ? null : (o.brandColor as string | undefined),
   };
 }
 

@@ -48,6 +48,11 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     const human = await runTill(['store', 'show', created.id], { dataDir });
     assert.equal(human.code, 0);
     assert.match(human.stdout, /mode: live\s+confirmations: 2\s+expiry: 45 min/);
+    // An empty value removes the logo or the colour (the page goes back to Till's look); the other stays.
+    const noLogo = await tillJson(['store', 'set', created.id, '--logo-url', ''], { dataDir });
+    assert.deepEqual([noLogo.logo_url, noLogo.brand_color], [null, '#112233']);
+    const plain = await tillJson(['store', 'set', created.id, '--brand-color', ''], { dataDir });
+    assert.deepEqual([plain.logo_url, plain.brand_color], [null, null]);
     const archived = await tillJson(['store', 'archive', created.id], { dataDir });
     assert.ok(archived.archived_at);
     const db = new Database(databasePath(dataDir), { readonly: true });
