@@ -90,7 +90,8 @@ async function firstStore(config: Config): Promise<void> {
     const name = answer(await p.text({ message: 'Store name (shown to buyers)', validate: (v) => (v?.trim() ? undefined : 'a name') }));
     const mode = answer(await p.select({ message: 'Mode', options: [{ value: 'live' as const, label: 'live: real payments' }, { value: 'test' as const, label: 'test: simulated invoices' }] }));
     const { store, callbackSecret } = createStore(ctx, { name, mode });
-    written.push(`store ${store.id} (${name}, no xpub yet: till xpub add --store ${store.id})`);
+    // What to run if stopped before the key is confirmed: no key, so no API key either.
+    written.push(`store ${store.id} (${name}, no xpub and no API key yet: ${TILL_COMMAND} xpub add --store ${store.id} --env ${mode} <xpub>, then ${TILL_COMMAND} keys mint --store ${store.id} --env ${mode})`);
     p.note(`Callback secret:  ${callbackSecret}`, "Shown once: it signs deliveries to invoices' callback_url");
     for (;;) {
       const key = answer(await p.text({ message: `Your wallet's extended public key (xpub/zpub/… or a descriptor) for ${mode} invoices` }));
