@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { Command } from 'commander';
-import { databasePath, makeDataDir } from '../../src/db/connection.ts';
+import { assertWritableFileSystem, databasePath, makeDataDir } from '../../src/db/connection.ts';
+import type { Config } from '../../src/config.ts';
 import { createApp } from '../../src/http/app.ts';
 import { createRequestLog } from '../../src/http/middleware/request-context.ts';
 import { listen } from '../../src/http/server.ts';
@@ -9,6 +10,13 @@ import { seedDemo, writeDemoSettings } from '../../src/services/demo.ts';
 import { keysToSkipAfterRestore } from '../../src/services/restored-backup.ts';
 import { configFrom } from '../context.ts';
 import { fail, TILL_COMMAND, warn } from '../output.ts';
+
+/** writeDemoSettings into a data dir that may not exist yet, with the checks opening its database would make first. */
+function writeFirstDemoSettings(config: Config): string | null {
+  makeDataDir(config.dataDir);
+  assertWritableFileSystem(config.dataDir);
+  return writeDemoSettings(config);
+}
 
 /** How long requests under way at SIGTERM/SIGINT/SIGHUP may take to finish before their connections are cut. */
 const SHUTDOWN_GRACE_MS = 5_000;
@@ -30,7 +38,7 @@ export function serveCommand(): Command {
       const config = configFrom(this, { demo: this.opts().demo });
       // A new demo data dir gets its settings before its database: a start that cannot bind leaves a data dir that
       // every command reads as the demo's (regtest), not as a mainnet till's holding regtest data.
-      let demoSettings = this.opts().demo && !existsSync(databasePath(config.dataDir)) ? (makeDataDir(config.dataDir), writeDemoSettings(config)) : null;
+      let demoSettings = this.opts().demo && !existsSync(databasePath(config.dataDir)) ? writeFirstDemoSettings(config) : null;
       const rt = createRuntime(config, {
         onFatal: (message) => {
           process.stderr.write(`till: ${message}\n`);
@@ -54,6 +62,12 @@ export function serveCommand(): Command {
       if (!config.publicUrl) rt.ctx.baseUrl = server.url;
       rt.logger.info({ url: server.url, network: config.network, data_dir: config.dataDir }, 'till listening');
       process.stdout.write(`Till listening on ${server.url} (network ${config.network}, data in ${config.dataDir})\n`);
+      if (!config.publicUrl && !this.opts().demo) {
+        warn(
+          `public_url is not set: the checkout_url of invoices (in answers and webhooks) is ${server.url}/checkout/…, which buyers cannot open from their phones; ` +
+            'set public_url (or TILL_PUBLIC_URL) to the address they reach Till at, behind your reverse proxy (docs/CONFIG.md, docs/CHECKOUT.md)',
+        );
+      }
       const restored = keysToSkipAfterRestore(rt.ctx);
       if (restored) {
         const skips = restored.xpubIds.map((id) => `${TILL_COMMAND} xpub skip ${id} <count>`).join(', ');

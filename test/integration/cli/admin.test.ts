@@ -211,7 +211,8 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     const empty = join(tempDir(t), 'empty');
     mkdirSync(empty, { mode: 0o755 });
     chownSync(empty, OTHER_UID, OTHER_UID);
-    for (const [args, file] of [[['serve', '--port', '0', '--demo'], 'till.db'], [['init', '--yes'], 'till.toml']] as const) {
+    // The demo writes its settings first (its database after them).
+    for (const [args, file] of [[['serve', '--port', '0', '--demo'], 'till.toml'], [['init', '--yes'], 'till.toml']] as const) {
       const r = await runTill([...args], { dataDir: empty, powerless: true });
       assert.equal(r.code, 1, args[0]);
       assert.equal(r.stderr, `till: cannot open ${join(empty, file)} (EACCES): can this user read and write the data directory and every file in it?\n`, args[0]);

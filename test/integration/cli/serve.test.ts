@@ -251,3 +251,31 @@ test('a data dir whose secret files others may read (a restore by cp, an archive
   await second.stop();
   assert.match(second.output(), /"files":\["secret\.key \(0644\)","till\.toml \(0640\)"\],"msg":"other users may read secret\.key \(0644\), till\.toml \(0640\) in the data directory: chmod 600 them/);
 });
+
+test('a till without public_url warns at start that buyers cannot open its checkout links; with one, or as the demo, it does not', async (t) => {
+  const dataDir = tempDir(t);
+  const serve = (env: Record<string, string>) => {
+    const child = spawn(process.execPath, [TILL, '--data-dir', dataDir, '--port', '0', 'serve'], {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', TILL_LOG_LEVEL: 'silent', TILL_NETWORK: 'regtest', TILL_BITCOIND: 'false', TILL_RATES: 'fixed:65000', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    return whenServing(child, { seeded: true });
+  };
+  const bare = await serve({});
+  t.after(() => bare.stop());
+  await waitFor(() => bare.errors().includes('public_url is not set'), 'the warning', 5_000);
+  assert.match(bare.errors(), new RegExp(`^till: warning: public_url is not set: the checkout_url of invoices \\(in answers and webhooks\\) is ${bare.url}/checkout/…, which buyers cannot open`, 'm'));
+  await bare.stop();
+
+  const proxied = await serve({ TILL_PUBLIC_URL: 'https://pay.example.com' });
+  t.after(() => proxied.stop());
+  // Its other start-up lines are written by then: the warning would have come with them.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  assert.doesNotMatch(proxied.errors(), /public_url/);
+  await proxied.stop();
+
+  const demo = await startServe(tempDir(t));
+  t.after(() => demo.stop());
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  assert.doesNotMatch(demo.errors(), /public_url/);
+});
