@@ -73,7 +73,7 @@ export function storeCommand(): Command {
   settingsOptions(
     cmd.command('set').description('change store settings').argument('<id>', 'store id')
       .option('--name <name>', 'store name')
-      .addOption(new Option('--mode <mode>', 'live or test').choices(STORE_MODES)),
+      .addOption(new Option('--mode <mode>', 'live or test: its API keys of the other mode then answer 401 api_key_wrong_env, and its invoices made in that mode are reached through till invoices only').choices(STORE_MODES)),
   ).action(function (this: Command, id: string) {
     const o = this.opts();
     // "updated" for a command that changed nothing would hide a forgotten or misspelt option.
