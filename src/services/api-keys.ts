@@ -70,7 +70,11 @@ export function forgetCallers(ctx: Context): void {
 /** Resolves an Authorization header to its key and store, with the spec's 401/404 codes (spec 5). */
 export function authenticateApiKey(ctx: Context, authorization: string | null | undefined): Caller {
   const key = readBearer(authorization);
-  if (!key) throw new ApiError('api_key_invalid', 'Authorization: Bearer <API key> is required');
+  if (!key) {
+    // A key has no comma: one here is the header given twice (joined) or more than one credential.
+    const why = authorization?.includes(',') ? 'the Authorization header must be given once, with one API key' : 'Authorization: Bearer <API key> is required';
+    throw new ApiError('api_key_invalid', why);
+  }
   if (!isWellFormedApiKey(key)) throw new ApiError('api_key_invalid', 'the API key is malformed');
   const hex = hashApiKeyHex(key);
   const cache = cachedCallers(ctx);

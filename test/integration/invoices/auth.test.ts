@@ -7,6 +7,7 @@ import { mintApiKey, revokeApiKey } from '../../../src/services/api-keys.ts';
 import { archiveStore, updateStore } from '../../../src/services/stores.ts';
 import { addXpub } from '../../../src/services/xpubs.ts';
 import { runTillBeside } from '../../helpers/cli.ts';
+import { rawConversation, statusCodes } from '../../helpers/raw-http.ts';
 import { testTpub } from '../../helpers/keys.ts';
 import { call, setupStore, startTestTill, TRANSPORTS, type TestTill } from '../../helpers/till-server.ts';
 import { assertError, assertInvoice, assertWritesNothing, nextIndex, postInvoice, useTill, type ApiResult } from './invoice-api.ts';
@@ -215,3 +216,23 @@ describe('revoking with the real CLI while the server runs (socket)', () => {
     assertError(res, 401, 'api_key_revoked');
   });
 });
+
+describe('Authorization sent twice (socket)', () => {
+  const till = useTill({ transport: 'socket' });
+
+  test('two Authorization headers -> 401 api_key_invalid saying so, on a write and on a read alike', async () => {
+    const s = setupStore(till());
+    const body = '{"amount_sats":1000}';
+    const twice = `Authorization: Bearer ${s.key}\r\nAuthorization: Bearer ${s.key}\r\n`;
+    for (const request of [
+      `POST /v1/invoices HTTP/1.1\r\nHost: x\r\n${twice}Content-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+      `GET /v1/invoices HTTP/1.1\r\nHost: x\r\n${twice}Connection: close\r\n\r\n`,
+    ]) {
+      const text = await rawConversation(till().url, request);
+      assert.deepEqual(statusCodes(text), [401], text);
+      assert.match(text, /"code":"api_key_invalid"/);
+      assert.match(text, /"message":"the Authorization header must be given once, with one API key"/);
+    }
+  });
+});
+
