@@ -32,7 +32,10 @@ function parseEvents(v: unknown): string[] {
   for (const t of v) {
     if (typeof t !== 'string' || !allowed.has(t)) throw invalidField('enabled_events', `unknown event type ${JSON.stringify(t)?.slice(0, 64)}; known: ${EVENT_TYPES.join(', ')}`);
   }
-  return [...new Set(v as string[])];
+  const types = [...new Set(v as string[])];
+  // "*" is every type already: beside others it would be kept as sent and read as a list.
+  if (types.includes('*') && types.length > 1) throw invalidField('enabled_events', 'enabled_events must be ["*"] or a non-empty list of event types, not both');
+  return types;
 }
 
 function parseDescription(v: unknown): string | null {

@@ -88,6 +88,7 @@ for (const transport of TRANSPORTS) {
         ['POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: {} }, 400, 'validation_error'],
         ['POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: { url: 'https://x.example', enabled_events: ['invoice.nope'] } }, 400, 'validation_error'],
         ['POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: { url: 'https://x.example', enabled_events: [] } }, 400, 'validation_error'],
+        ['POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: { url: 'https://x.example', enabled_events: ['*', 'invoice.paid'] } }, 400, 'validation_error'],
         ['POST', `/v1/stores/${f.store.storeId}/webhooks`, { key: f.store.key, body: { url: 'https://x.example', secret: 'mine' } }, 400, 'validation_error'],
         ['POST', `/v1/stores/${f.store.storeId}/webhooks/we_nope/test`, { key: f.store.key }, 404, 'not_found'],
         // The actions take no parameters: one sent is refused by name, not ignored.
