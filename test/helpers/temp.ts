@@ -4,10 +4,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 
-/** A fresh directory removed when the test ends. */
+/**
+ * A fresh directory removed when the test ends. node:test runs after-hooks in
+ * the order they were added, so this one may run while a till registered
+ * later still writes there (a file made mid-removal: ENOTEMPTY): tried again
+ * then, and never thrown, as a throwing hook skips the hooks after it (a
+ * server left open kept its test file running for ever).
+ */
 export function tempDir(t: TestContext | { after(fn: () => void): void }, prefix = 'till-test-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const remove = () => rmSync(dir, { recursive: true, force: true, maxRetries: 5 });
+  t.after(() => {
+    try {
+      remove();
+    } catch {
+      process.once('exit', remove);
+    }
+  });
   return dir;
 }
 

@@ -46,7 +46,14 @@ export interface TestTillOptions extends RuntimeOptions {
 }
 
 export async function startTestTill(t: TestContext, opts: TestTillOptions = {}): Promise<TestTill> {
-  const dataDir = tempDir(t);
+  // One hook: the till stops, then its data dir goes (node:test runs after-hooks in the order they were added).
+  let removeDataDir = (): unknown => undefined;
+  let stop = async (): Promise<void> => {};
+  t.after(async () => {
+    await stop();
+    removeDataDir();
+  });
+  const dataDir = tempDir({ after: (fn: () => void) => (removeDataDir = fn) });
   const config = loadConfig({
     env: { TILL_DATA_DIR: dataDir, TILL_NETWORK: 'regtest', TILL_RATES: 'fixed:65000', TILL_PORT: '0', TILL_MIN_FREE_DISK_MB: '0', TILL_BITCOIND: 'false', ...opts.env },
   });
@@ -58,10 +65,10 @@ export async function startTestTill(t: TestContext, opts: TestTillOptions = {}):
   rt.ctx.baseUrl = server.url;
   if (opts.startWorkers) rt.start();
   else if (opts.dbThread) rt.startDbThread();
-  t.after(async () => {
+  stop = async () => {
     await server.close();
     await rt.stop();
-  });
+  };
   const transport = opts.transport ?? 'socket';
   return {
     rt,
