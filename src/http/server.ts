@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { RequestLog } from './middleware/request-context.ts';
-import { clientErrorListener, refuseUnservableRequest, refuseUpgradeWithInvalidHost } from './internal/client-error.ts';
+import { clientErrorListener, connectListener, refuseUnservableRequest, refuseUpgradeWithInvalidHost } from './internal/client-error.ts';
 import { CONNECTION_DEADLINES, requestTimeoutOptions, type ConnectionDeadlines } from './internal/connection-deadlines.ts';
 import { directGetsOf } from './internal/direct-get.ts';
 import { getOrInsert } from '../get-or-insert.ts';
@@ -77,6 +77,7 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
   // Responses begun, or owed to a request read in full: a parser error's answer may not go before them.
   const answering = (socket: Socket) => [...(responses.get(socket) ?? [])].filter((res) => !res.writableFinished && (res.headersSent || res.req.complete));
   const reading = (socket: Socket) => [...(responses.get(socket) ?? [])].find((res) => !res.headersSent && !res.req.complete)?.req;
+  server.node?.server?.on('connect', connectListener(opts.log));
   server.node?.server?.on('clientError', clientErrorListener({ answering, answered: (socket) => answeredEarly.get(socket)?.complete === false, reading }, opts.log));
   await server.ready();
   // Upgraded sockets leave the HTTP server's books: closing it neither ends

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { ApiError } from '../../domain/errors.ts';
 import { errorBody } from '../errors.ts';
 import type { RequestLog } from '../middleware/request-context.ts';
@@ -106,6 +107,19 @@ export function refuseUnservableRequest(req: IncomingMessage, res: ServerRespons
   const { status, headers, body } = refusalLogged(message, req.method ?? '-', log);
   res.writeHead(status, headers).end(body);
   return true;
+}
+
+/**
+ * CONNECT (a proxy's method, its target a host:port): Node hands such a
+ * request to 'connect' listeners only, and with none closed the connection
+ * unanswered. Answered here as any other target that is not a path.
+ */
+export function connectListener(log?: RequestLog): (req: IncomingMessage, socket: Duplex) => void {
+  return (req, socket) => {
+    const { status, headers, body } = refusalLogged('the request target must be a path from / or an absolute http(s) URL (Till is not a proxy)', req.method ?? 'CONNECT', log);
+    socket.on('error', () => socket.destroy());
+    socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${Object.entries(headers).map(([n, v]) => `${n}: ${v}\r\n`).join('')}Connection: close\r\n\r\n${body}`);
+  };
 }
 
 /**

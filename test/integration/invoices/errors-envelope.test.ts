@@ -349,6 +349,14 @@ describe('bodies Node parses first, on a raw socket (socket)', () => {
     }
   });
 
+  test('CONNECT (a proxy\'s method) -> 400 validation_error envelope, not a connection closed unanswered', async () => {
+    for (const target of ['example.com:443', '127.0.0.1:22']) {
+      const res = await rawRequest(till().url, `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`);
+      assertError(res, 400, 'validation_error');
+      assert.match(res.body.error.message, /not a proxy/);
+    }
+  });
+
   test('a Host no URL can hold (port 99999) -> 400 validation_error envelope (RFC 9112 3.2), also with a path the URL parser rewrites (was a bare 500)', async () => {
     for (const path of ['/healthz', '/healthz\\x', '/v1/invoices/../invoices']) {
       const res = await rawRequest(till().url, `GET ${path} HTTP/1.1\r\nHost: example.com:99999\r\nAuthorization: Bearer ${key}\r\n\r\n`);
