@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { Command } from 'commander';
 import { assertWritableFileSystem, databasePath, makeDataDir } from '../../src/db/connection.ts';
 import type { Config } from '../../src/config.ts';
+import { loadSqliteAddon } from '../../src/embedded.ts';
 import { createApp } from '../../src/http/app.ts';
 import { createRequestLog } from '../../src/http/middleware/request-context.ts';
 import { listen } from '../../src/http/server.ts';
@@ -13,6 +14,8 @@ import { fail, TILL_COMMAND, warn } from '../output.ts';
 
 /** writeDemoSettings into a data dir that may not exist yet, with the checks opening its database would make first. */
 function writeFirstDemoSettings(config: Config): string | null {
+  // A binary whose addon cannot load says so before anything is made (openDatabase's order).
+  loadSqliteAddon();
   makeDataDir(config.dataDir);
   assertWritableFileSystem(config.dataDir);
   return writeDemoSettings(config);
