@@ -86,6 +86,9 @@ export function serveCommand(): Command {
             `Try: curl -s ${server.url}/v1/invoices -H "Authorization: Bearer ${demo.apiKey}" -H "Content-Type: application/json" -d '{"amount_sats": 10000}'\n` +
             (demoSettings ? `\nThe demo's settings are in ${demoSettings}: CLI commands on this data directory use them (${TILL_COMMAND} --help).\n` : ''),
         );
+      } else if (this.opts().demo) {
+        // A restart: the key was shown once, at the first start.
+        process.stdout.write(`The demo's API key was shown at its first start; another: ${TILL_COMMAND} keys mint --store <id> --env test (ids: ${TILL_COMMAND} store list)\n`);
       }
       let stopping = false;
       shutdown = async () => {

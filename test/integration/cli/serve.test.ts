@@ -119,6 +119,10 @@ test('a serve that crashed (killed) is replaced at once: its lease binds nobody 
   // Back at once (startServe rejects if it exits refusing), and serving the same store.
   const res = await fetch(`${second.url}/v1/invoices`, { method: 'POST', headers: { authorization: `Bearer ${first.key}`, 'content-type': 'application/json' }, body: '{"amount_sats":1000}' });
   assert.equal(res.status, 201);
+  // The key was shown at the first start only: a restart says how to make another.
+  await waitFor(() => second.output().includes('keys mint'), 'the hint', 5_000);
+  assert.match(second.output(), /^The demo's API key was shown at its first start; another: npm run till -- keys mint --store <id> --env test \(ids: npm run till -- store list\)$/m);
+  assert.doesNotMatch(second.output(), /svc_test_/);
 });
 
 test('after a reboot, the last boot\'s lease binds nobody: its pid is another process\'s now, and the clock (no battery) is behind its last renewal', async (t) => {
