@@ -1,8 +1,6 @@
 import { existsSync } from 'node:fs';
 import { Command } from 'commander';
-import { assertWritableFileSystem, databasePath, makeDataDir } from '../../src/db/connection.ts';
-import type { Config } from '../../src/config.ts';
-import { loadSqliteAddon } from '../../src/embedded.ts';
+import { databasePath, prepareDataDir } from '../../src/db/connection.ts';
 import { createApp } from '../../src/http/app.ts';
 import { createRequestLog } from '../../src/http/middleware/request-context.ts';
 import { listen } from '../../src/http/server.ts';
@@ -11,15 +9,6 @@ import { seedDemo, writeDemoSettings } from '../../src/services/demo.ts';
 import { keysToSkipAfterRestore } from '../../src/services/restored-backup.ts';
 import { configFrom } from '../context.ts';
 import { fail, TILL_COMMAND, warn } from '../output.ts';
-
-/** writeDemoSettings into a data dir that may not exist yet, with the checks opening its database would make first. */
-function writeFirstDemoSettings(config: Config): string | null {
-  // A binary whose addon cannot load says so before anything is made (openDatabase's order).
-  loadSqliteAddon();
-  makeDataDir(config.dataDir);
-  assertWritableFileSystem(config.dataDir);
-  return writeDemoSettings(config);
-}
 
 /** How long requests under way at SIGTERM/SIGINT/SIGHUP may take to finish before their connections are cut. */
 const SHUTDOWN_GRACE_MS = 5_000;
@@ -41,7 +30,7 @@ export function serveCommand(): Command {
       const config = configFrom(this, { demo: this.opts().demo });
       // A new demo data dir gets its settings before its database: a start that cannot bind leaves a data dir that
       // every command reads as the demo's (regtest), not as a mainnet till's holding regtest data.
-      let demoSettings = this.opts().demo && !existsSync(databasePath(config.dataDir)) ? writeFirstDemoSettings(config) : null;
+      let demoSettings = this.opts().demo && !existsSync(databasePath(config.dataDir)) ? (prepareDataDir(config.dataDir), writeDemoSettings(config)) : null;
       const rt = createRuntime(config, {
         onFatal: (message) => {
           process.stderr.write(`till: ${message}\n`);

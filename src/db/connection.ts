@@ -107,6 +107,18 @@ export function assertWritableFileSystem(dataDir: string): void {
 }
 
 /**
+ * What opening a database first does to its data directory, for a command
+ * that writes there before it: loads the binary's SQLite addon (one that
+ * cannot goes no further and makes nothing), makes the directory, and refuses
+ * a read-only file system.
+ */
+export function prepareDataDir(dataDir: string): void {
+  loadSqliteAddon();
+  makeDataDir(dataDir);
+  assertWritableFileSystem(dataDir);
+}
+
+/**
  * Opens the data directory's database with Till's pragmas and brings its
  * schema up to date. WAL lets the CLI write while the server reads;
  * synchronous=FULL makes "the API said it exists" mean "it is on disk" (the
@@ -114,9 +126,7 @@ export function assertWritableFileSystem(dataDir: string): void {
  */
 export function openDatabase(dataDir: string, opts: OpenOptions = {}): Db {
   if (opts.mustExist) assertDatabaseExists(dataDir);
-  loadSqliteAddon();
-  makeDataDir(dataDir);
-  assertWritableFileSystem(dataDir);
+  prepareDataDir(dataDir);
   refuseStaleWal(dataDir);
   createPrivately(databasePath(dataDir));
   const db = new Database(databasePath(dataDir), { timeout: opts.busyTimeoutMs ?? 5000 });

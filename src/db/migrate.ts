@@ -1,5 +1,6 @@
 import { statSync } from 'node:fs';
 import type Database from 'better-sqlite3';
+import { isDiskFull } from './errors.ts';
 import { MIGRATIONS } from './migrations/index.ts';
 
 export class SchemaTooNewError extends Error {
@@ -84,7 +85,6 @@ export function migrate(db: Database.Database, beforeUpgrade?: (db: Database.Dat
   return LATEST_SCHEMA_VERSION;
 }
 
-const isDiskFull = (err: unknown): boolean => String((err as { code?: unknown }).code).startsWith('SQLITE_FULL');
 const sizeMiB = (db: Database.Database): number => Math.ceil(statSync(db.name).size / 2 ** 20);
 
 /** How long an upgrade waits for another process's write lock (each try waits the busy timeout). */

@@ -71,11 +71,16 @@ export function clientErrorListener(connection: ConnectionAnswers, log?: Request
       if (req) answeredHere.add(req);
       const e = refusal(err.code);
       const { requestId, headers, body } = envelopeOf(e);
-      socket.write(`HTTP/1.1 ${e.status} ${STATUS_CODES[e.status]}\r\n${Object.entries(headers).map(([n, v]) => `${n}: ${v}\r\n`).join('')}Connection: close\r\n\r\n${body}`);
+      socket.write(rawAnswer(e.status, headers, body));
       log?.({ requestId, method: req?.method ?? '-', path: req?.url?.split('?', 1)[0] ?? '-', status: e.status, started, keyId: undefined });
     }
     socket.destroy(err);
   };
+}
+
+/** An answer written to the socket itself, where Node's response objects are not there; the connection closes after it. */
+function rawAnswer(status: number, headers: Record<string, string>, body: string): string {
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${Object.entries(headers).map(([n, v]) => `${n}: ${v}\r\n`).join('')}Connection: close\r\n\r\n${body}`;
 }
 
 function envelopeOf(e: ApiError): { requestId: string; headers: Record<string, string>; body: string } {
@@ -118,7 +123,7 @@ export function connectListener(log?: RequestLog): (req: IncomingMessage, socket
   return (req, socket) => {
     const { status, headers, body } = refusalLogged('the request target must be a path from / or an absolute http(s) URL (Till is not a proxy)', req.method ?? 'CONNECT', log);
     socket.on('error', () => socket.destroy());
-    socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${Object.entries(headers).map(([n, v]) => `${n}: ${v}\r\n`).join('')}Connection: close\r\n\r\n${body}`);
+    socket.end(rawAnswer(status, headers, body));
   };
 }
 
