@@ -52,13 +52,17 @@ export type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown
  * this same function from its source text.
  */
 export function commitJobs<J>(db: Db, jobs: J[], runJob: (job: J) => unknown): Outcome[] {
-  class JobFailed extends Error {}
+  // A job's own error, told from the transaction's (BEGIN, COMMIT) by identity. Not a class made here:
+  // a class made per call kept its batch's every job alive through V8's young collections, until a full
+  // one (docs/PERFORMANCE.md, twenty-eighth round).
+  let failed: { error: unknown } | null = null;
   const plain = db.transaction((): Outcome[] =>
     jobs.map((job) => {
       try {
         return { ok: true, value: runJob(job) };
       } catch (error) {
-        throw new JobFailed('a write failed', { cause: error });
+        failed = { error };
+        throw error;
       }
     }),
   );
@@ -74,8 +78,9 @@ export function commitJobs<J>(db: Db, jobs: J[], runJob: (job: J) => unknown): O
   try {
     return plain.immediate();
   } catch (err) {
-    if (!(err instanceof JobFailed)) throw err;
-    return jobs.length === 1 ? [{ ok: false, error: err.cause }] : isolated.immediate();
+    const job = failed as { error: unknown } | null;
+    if (job === null || err !== job.error) throw err;
+    return jobs.length === 1 ? [{ ok: false, error: job.error }] : isolated.immediate();
   }
 }
 
