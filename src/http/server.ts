@@ -75,8 +75,8 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
   // An Expect other than 100-continue: served as if absent (RFC 9110 10.1.1 lets a server ignore it), not a bare 417.
   server.node?.server?.on('checkExpectation', (req, res) => server.node!.server!.emit('request', req, res));
   // Responses begun, or owed to a request read in full: a parser error's answer may not go before them.
-  const answering = (socket: Socket) => [...(responses.get(socket) ?? [])].filter((res) => !res.writableFinished && (res.headersSent || res.req.complete));
-  const reading = (socket: Socket) => [...(responses.get(socket) ?? [])].find((res) => !res.headersSent && !res.req.complete)?.req;
+  const answering = (socket: Socket) => (responses.get(socket) ?? []).filter((res) => !res.writableFinished && (res.headersSent || res.req.complete));
+  const reading = (socket: Socket) => (responses.get(socket) ?? []).find((res) => !res.headersSent && !res.req.complete)?.req;
   server.node?.server?.on('connect', connectListener(opts.log));
   server.node?.server?.on('clientError', clientErrorListener({ answering, answered: (socket) => answeredEarly.get(socket)?.complete === false, reading }, opts.log));
   await server.ready();
@@ -119,13 +119,21 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
  * they cannot answer goes on to it as before. Once closing, every answer not
  * yet begun says Connection: close, and a kept-alive connection is closed as
  * soon as its answer is out: the server's close need not wait out its grace.
+ *
+ * A connection's responses are an array, not a Set: a long-lived Set or Map
+ * that takes and drops an entry per request keeps the dropped ones alive
+ * through V8's young collections once one of its tables has grown old, so
+ * every request's objects would wait for a full collection
+ * (docs/PERFORMANCE.md, twenty-eighth round). Connections come and go far
+ * less often than requests.
  */
-function takeRequests(app: H3, node: ReturnType<typeof serve>['node'], log?: RequestLog): { responses: WeakMap<Socket, Set<ServerResponse>>; answeredEarly: WeakMap<Socket, IncomingMessage>; beginClosing(): void } {
-  const responses = new WeakMap<Socket, Set<ServerResponse>>();
+function takeRequests(app: H3, node: ReturnType<typeof serve>['node'], log?: RequestLog): { responses: WeakMap<Socket, ServerResponse[]>; answeredEarly: WeakMap<Socket, IncomingMessage>; beginClosing(): void } {
+  const responses = new WeakMap<Socket, ServerResponse[]>();
+  /** The connections that have had a request: their answers not yet begun are told of the close. */
+  const connections = new Set<Socket>();
   // The request each connection answered before its body was in (a 413, a 401), Node reading the rest: until
   // its body is complete (set by the parser before it reads further), errors are that request's.
   const answeredEarly = new WeakMap<Socket, IncomingMessage>();
-  const unfinished = new Set<ServerResponse>();
   let closing = false;
   if (!node?.server) return { responses, answeredEarly, beginClosing: () => {} };
   const direct = directGetsOf(app);
@@ -133,17 +141,20 @@ function takeRequests(app: H3, node: ReturnType<typeof serve>['node'], log?: Req
   server.off('request', handler);
   if (server.listenerCount('request') !== 0) throw new Error('srvx request listener not found');
   server.on('request', (req, res) => {
-    const open = getOrInsert(responses, req.socket, () => new Set());
+    const open = getOrInsert(responses, req.socket, () => {
+      connections.add(req.socket);
+      req.socket.once('close', () => connections.delete(req.socket));
+      return [];
+    });
     // A client that pipelines requests without reading the answers would have them pile up here (each is
     // answered once read): none that browsers or proxies send owes this many on one connection. Refused
     // before it is kept: the requests already read behind it still arrive here, and must leave nothing.
-    if (open.size >= MAX_OWED_ANSWERS) return void req.socket.destroy();
-    open.add(res);
-    unfinished.add(res);
+    if (open.length >= MAX_OWED_ANSWERS) return void req.socket.destroy();
+    open.push(res);
     if (closing) res.shouldKeepAlive = false;
     res.once('close', () => {
-      open.delete(res);
-      unfinished.delete(res);
+      const i = open.indexOf(res);
+      if (i >= 0) open.splice(i, 1);
       if (!req.complete) answeredEarly.set(req.socket, req);
       // Begun before the close: its connection, idle now, would wait for the grace.
       if (closing && 'closeIdleConnections' in server) setImmediate(() => server.closeIdleConnections());
@@ -156,7 +167,7 @@ function takeRequests(app: H3, node: ReturnType<typeof serve>['node'], log?: Req
     answeredEarly,
     beginClosing() {
       closing = true;
-      for (const res of unfinished) if (!res.headersSent) res.shouldKeepAlive = false;
+      for (const socket of connections) for (const res of responses.get(socket) ?? []) if (!res.headersSent) res.shouldKeepAlive = false;
     },
   };
 }
