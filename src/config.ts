@@ -2,6 +2,7 @@ import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
 import { parse as parseToml, stringify as stringifyToml } from 'smol-toml';
+import { CACHE_DIR_ENV } from './embedded.ts';
 import { parseRateSources } from './rates/provider.ts';
 
 // One table describes every setting: its file key, environment variable and
@@ -258,6 +259,12 @@ function withoutQuotedText(err: Error & { line?: number; column?: number }): str
 }
 
 const KNOWN_FILE_KEYS = new Set(SETTINGS.map((s) => s.file));
+const KNOWN_VARIABLES = new Set<string>([...SETTINGS.map((s) => s.env), CACHE_DIR_ENV]);
+
+/** The TILL_… variables of `env` that Till does not read: a misspelt setting would otherwise go unnoticed. */
+export function unknownTillVariables(env: NodeJS.ProcessEnv = process.env): string[] {
+  return Object.keys(env).filter((name) => name.startsWith('TILL_') && !KNOWN_VARIABLES.has(name)).sort();
+}
 
 /** The file's settings as dotted paths; a key with a dot in its own name is marked (quoted), so it is never taken for a path. */
 function listFileKeys(obj: Record<string, unknown>, prefix = ''): string[] {

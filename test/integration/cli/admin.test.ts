@@ -478,6 +478,11 @@ describe('till admin CLI (real processes on a temp data dir)', () => {
     assert.equal(typo.code, 0);
     assert.equal(typo.stderr, `till: warning: ${dataDir}-typo does not exist (yet): no till's settings file was read there; check --data-dir or TILL_DATA_DIR\n`);
     assert.match(typo.stdout, /^data_dir\s+.*-typo$/m);
+    // A misspelt variable is said once, and the command runs as without it.
+    const misspelt = await runTill(['config', 'show'], { dataDir, env: { TILL_PROT: '9000', TILL_CACHE_DIR: dataDir } });
+    assert.equal(misspelt.code, 0);
+    assert.equal(misspelt.stderr, 'till: warning: TILL_PROT is set but Till has no such setting: ignored (the settings and their variables: npm run till -- --help, docs/CONFIG.md)\n');
+    assert.match(misspelt.stdout, /^port\s+8080$/m);
     const help = await runTill(['--help']);
     assert.equal(help.code, 0);
     for (const cmd of ['init', 'serve', 'store', 'xpub', 'keys', 'webhooks', 'invoices', 'deliveries', 'backup', 'config']) assert.match(help.stdout, new RegExp(`\\n\\s+${cmd}\\b`));

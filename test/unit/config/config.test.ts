@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ConfigError, DEFAULTS, describeConfig, loadConfig } from '../../../src/config.ts';
+import { ConfigError, DEFAULTS, describeConfig, loadConfig, unknownTillVariables } from '../../../src/config.ts';
 import { tempDir } from '../../helpers/temp.ts';
 
 test('defaults listen on loopback with durable commits', (t) => {
@@ -122,4 +122,10 @@ test('invalid: an unparsable file is named with the place of the mistake, never 
   assert.throws(() => loadConfig({ env: { TILL_DATA_DIR: dir } }), (e: Error) => /till\.json could not be read: Unexpected token 'h': not valid JSON$/.test(e.message) && !e.message.includes('hunter2'));
   writeFileSync(join(dir, 'till.json'), '{"bitcoind": {"rpc_password": "hunter2SECRET",}}');
   assert.throws(() => loadConfig({ env: { TILL_DATA_DIR: dir } }), (e: Error) => /till\.json could not be read: .*\(line 1 column \d+\)$/.test(e.message) && !e.message.includes('hunter2'));
+});
+
+test('TILL_ variables that name no setting are found, to be warned of; the settings\' own and the binary\'s cache folder are known', () => {
+  const known = { TILL_PORT: '9000', TILL_DATA_DIR: '/x', TILL_RPC_PASSWORD: 'pw', TILL_CACHE_DIR: '/c', PATH: '/bin', TILLER: 'x', till_port: '1' };
+  assert.deepEqual(unknownTillVariables(known), []);
+  assert.deepEqual(unknownTillVariables({ ...known, TILL_PROT: '9000', TILL_PUBLICURL: 'https://x', TILL_: '' }), ['TILL_', 'TILL_PROT', 'TILL_PUBLICURL']);
 });
