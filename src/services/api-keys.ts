@@ -48,15 +48,22 @@ export interface Caller {
 
 // Every API call looks its key and store up; both change rarely. They are
 // cached per context and the cache is dropped whenever this process changes a
-// key or store (forgetCallers) or another process (the CLI) commits anything
-// (PRAGMA data_version moved), so a revocation applies to the next request.
-const callerCache = new WeakMap<Context, { dataVersion: number; byHash: Map<string, { rec: ApiKeyRecord; store: Store | null }> }>();
+// key or store (forgetCallers) or another connection (the CLI) did: when
+// PRAGMA data_version moved, the count of key and store changes (migration
+// 0014) says whether the commit was one of those, so the db thread's webhook
+// outcomes leave the cache be. A revocation applies to the next request.
+const AUTH_CHANGES = 'auth_changes';
+const callerCache = new WeakMap<Context, { dataVersion: number; authChanges: string | null; byHash: Map<string, { rec: ApiKeyRecord; store: Store | null }> }>();
 
 function cachedCallers(ctx: Context): Map<string, { rec: ApiKeyRecord; store: Store | null }> {
   const dataVersion = ctx.repos.meta.dataVersion();
   let cache = callerCache.get(ctx);
-  if (!cache || cache.dataVersion !== dataVersion || cache.byHash.size > 10_000) {
-    cache = { dataVersion, byHash: new Map() };
+  if (cache && cache.dataVersion !== dataVersion) {
+    if (ctx.repos.meta.get(AUTH_CHANGES) === cache.authChanges) cache.dataVersion = dataVersion;
+    else cache = undefined;
+  }
+  if (!cache || cache.byHash.size > 10_000) {
+    cache = { dataVersion, authChanges: ctx.repos.meta.get(AUTH_CHANGES), byHash: new Map() };
     callerCache.set(ctx, cache);
   }
   return cache.byHash;

@@ -80,7 +80,7 @@ test('migration 0013: every invoice keeps its row, rowid and links; the indexes 
   const invoices = () => db.prepare('SELECT rowid, * FROM invoices ORDER BY rowid').all();
   const before = invoices();
   migrate(db);
-  assert.equal(db.pragma('user_version', { simple: true }), 13);
+  assert.equal(db.pragma('user_version', { simple: true }), LATEST_SCHEMA_VERSION);
   assert.deepEqual(invoices(), before);
   assert.equal((db.prepare("SELECT count(*) AS n FROM payments p JOIN invoices i ON i.id = p.invoice_id WHERE i.rowid = 7").get() as { n: number }).n, 1);
   assert.deepEqual(db.pragma('foreign_key_check'), []);
@@ -91,6 +91,23 @@ test('migration 0013: every invoice keeps its row, rowid and links; the indexes 
   for (const m of MIGRATIONS) fresh.exec(m.sql);
   const indexesOf = (d: Database.Database) => d.prepare("SELECT name, sql FROM sqlite_master WHERE tbl_name = 'invoices' ORDER BY name").all();
   assert.deepEqual(indexesOf(db), indexesOf(fresh));
+});
+
+test('migration 0014: every change to a key or a store, by any connection, moves the count the server\'s key cache looks at; nothing else does', (t) => {
+  const db = schema12WithInvoices(t);
+  migrate(db);
+  const count = () => db.prepare("SELECT value FROM meta WHERE key = 'auth_changes'").pluck().get();
+  assert.equal(count(), '0');
+  db.exec("INSERT INTO api_keys (id, store_id, env, secret_hash, last4, created_at) VALUES ('key_a', 'sto_a', 'test', x'00', 'abcd', 1000)");
+  db.exec("UPDATE api_keys SET revoked_at = 2000 WHERE id = 'key_a'");
+  db.exec("UPDATE stores SET name = 'Renamed' WHERE id = 'sto_a'");
+  db.exec("INSERT INTO stores (id, name, mode, created_at) VALUES ('sto_b', 'Other', 'live', 1000)");
+  db.exec("DELETE FROM api_keys WHERE id = 'key_a'");
+  db.exec("DELETE FROM stores WHERE id = 'sto_b'");
+  assert.equal(count(), '6');
+  db.exec("UPDATE invoices SET status = 'expired' WHERE id = 'inv_b'");
+  db.exec("UPDATE xpubs SET next_index = 3 WHERE id = 'xpb_a'");
+  assert.equal(count(), '6', 'invoices and xpubs are not counted');
 });
 
 test('an upgrade that would leave a row pointing at nothing is refused whole: the schema and rows stay as they were', (t) => {
