@@ -8,7 +8,6 @@ import type { RequestLog } from './middleware/request-context.ts';
 import { clientErrorListener, connectListener, refuseUnservableRequest, refuseUpgradeWithInvalidHost } from './internal/client-error.ts';
 import { CONNECTION_DEADLINES, requestTimeoutOptions, type ConnectionDeadlines } from './internal/connection-deadlines.ts';
 import { directGetsOf } from './internal/direct-get.ts';
-import { getOrInsert } from '../get-or-insert.ts';
 
 export interface HttpServer {
   url: string;
@@ -140,17 +139,24 @@ function takeRequests(app: H3, node: ReturnType<typeof serve>['node'], log?: Req
   const { server, handler } = node;
   server.off('request', handler);
   if (server.listenerCount('request') !== 0) throw new Error('srvx request listener not found');
+  // One listener for every connection, and a first request's array holding just it: a checkout stream
+  // holds its connection for minutes, so what each one keeps here counts at 10,000 streams.
+  function forgetConnection(this: Socket): void {
+    connections.delete(this);
+  }
   server.on('request', (req, res) => {
-    const open = getOrInsert(responses, req.socket, () => {
+    let open = responses.get(req.socket);
+    if (!open) {
+      responses.set(req.socket, (open = [res]));
       connections.add(req.socket);
-      req.socket.once('close', () => connections.delete(req.socket));
-      return [];
-    });
-    // A client that pipelines requests without reading the answers would have them pile up here (each is
-    // answered once read): none that browsers or proxies send owes this many on one connection. Refused
-    // before it is kept: the requests already read behind it still arrive here, and must leave nothing.
-    if (open.length >= MAX_OWED_ANSWERS) return void req.socket.destroy();
-    open.push(res);
+      req.socket.on('close', forgetConnection);
+    } else {
+      // A client that pipelines requests without reading the answers would have them pile up here (each is
+      // answered once read): none that browsers or proxies send owes this many on one connection. Refused
+      // before it is kept: the requests already read behind it still arrive here, and must leave nothing.
+      if (open.length >= MAX_OWED_ANSWERS) return void req.socket.destroy();
+      open.push(res);
+    }
     if (closing) res.shouldKeepAlive = false;
     res.once('close', () => {
       const i = open.indexOf(res);
