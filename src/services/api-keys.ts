@@ -59,7 +59,9 @@ function cachedCallers(ctx: Context): Map<string, { rec: ApiKeyRecord; store: St
   const dataVersion = ctx.repos.meta.dataVersion();
   let cache = callerCache.get(ctx);
   if (cache && cache.dataVersion !== dataVersion) {
-    if (ctx.repos.meta.get(AUTH_CHANGES) === cache.authChanges) cache.dataVersion = dataVersion;
+    // No count (its row deleted by hand): every other connection's commit drops the cache, as before the count.
+    const authChanges = ctx.repos.meta.get(AUTH_CHANGES);
+    if (authChanges !== null && authChanges === cache.authChanges) cache.dataVersion = dataVersion;
     else cache = undefined;
   }
   if (!cache || cache.byHash.size > 10_000) {

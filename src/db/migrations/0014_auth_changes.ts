@@ -5,7 +5,9 @@ import type { Migration } from './index.ts';
 // process (the CLI) revokes a key or changes a store; PRAGMA data_version
 // says only that something was committed, which the server's own db thread
 // does many times a second (webhook outcomes). When it moves, the server
-// reads this count and keeps its cache if the count has not.
+// reads this count and keeps its cache if the count has not. A migration
+// that rebuilds either table drops its triggers with it: it must make them
+// again (the migration tests count changes on the latest schema).
 const bump = `UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'auth_changes';`;
 
 export const m0014_auth_changes: Migration = {

@@ -42,3 +42,18 @@ test('other connections\' commits: the API key cache stays through those that ch
   await nextTurn();
   assert.throws(() => auth(second.key), { code: 'not_found' });
 });
+
+test('with the count\'s row deleted by hand, any other connection\'s commit empties the API key cache, as before the count', async (t) => {
+  const till = await startTestTill(t);
+  const { ctx } = till.rt;
+  const store = setupStore(till);
+  const other = new Database(join(till.config.dataDir, 'till.db'), { timeout: 5000 });
+  t.after(() => other.close());
+  other.prepare("DELETE FROM meta WHERE key = 'auth_changes'").run();
+  await nextTurn();
+  authenticateApiKey(ctx, `Bearer ${store.key}`);
+  // The count's row gone, the triggers count nothing: a revocation must still apply.
+  other.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ?').run(Date.now(), store.keyId);
+  await nextTurn();
+  assert.throws(() => authenticateApiKey(ctx, `Bearer ${store.key}`), { code: 'api_key_revoked' });
+});
