@@ -71,6 +71,9 @@ export function commitJobs<J>(db: Db, jobs: J[], runJob: (job: J) => unknown): O
       try {
         return { ok: true, value: db.transaction(() => runJob(job))() };
       } catch (error) {
+        // SQLite ended the whole transaction (SQLITE_FULL, an I/O error): what the jobs before wrote went
+        // with it, and the rest would commit one by one outside it. The batch fails whole, with this error.
+        if (!db.inTransaction) throw error;
         return { ok: false, error };
       }
     }),

@@ -46,6 +46,26 @@ test('a failing write rolls back alone; the others in its batch are committed', 
   assert.deepEqual(rows(), [1, 3], 'the failed write left nothing behind');
 });
 
+test('a write that makes SQLite end the transaction (the database full) fails its whole batch with its error; nothing of the batch is written', async (t) => {
+  // From a review: the writes after it committed one by one outside the batch, which was then refused.
+  const { db, queue, rows } = setup(t);
+  db.exec('ALTER TABLE t ADD COLUMN b BLOB');
+  db.pragma(`max_page_count = ${(db.pragma('page_count', { simple: true }) as number) + 20}`);
+  const insert = db.prepare('INSERT INTO t VALUES (?, ?)');
+  const outcomes = await Promise.allSettled([
+    queue.run(() => insert.run(1, Buffer.alloc(10))),
+    queue.run(() => insert.run(2, Buffer.alloc(200_000))),
+    queue.run(() => insert.run(3, Buffer.alloc(10))),
+  ]);
+  assert.deepEqual(outcomes.map((o) => o.status), ['rejected', 'rejected', 'rejected']);
+  for (const o of outcomes) assert.equal(((o as PromiseRejectedResult).reason as { code?: string }).code, 'SQLITE_FULL');
+  assert.deepEqual(rows(), []);
+  assert.equal(db.inTransaction, false);
+  // Room again: the queue writes as before.
+  assert.equal((await queue.run(() => insert.run(4, Buffer.alloc(10)))).changes, 1);
+  assert.deepEqual(rows(), [4]);
+});
+
 test('a single failing write rejects with its own error', async (t) => {
   const { queue, rows } = setup(t);
   await assert.rejects(queue.run(() => { throw new RangeError('nope'); }), RangeError);
