@@ -123,8 +123,8 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
  * that takes and drops an entry per request keeps the dropped ones alive
  * through V8's young collections once one of its tables has grown old, so
  * every request's objects would wait for a full collection
- * (docs/PERFORMANCE.md, twenty-eighth round). Connections come and go far
- * less often than requests.
+ * (docs/PERFORMANCE.md, twenty-eighth round). The Set of connections has
+ * that churn only for clients that open a connection per request.
  */
 function takeRequests(app: H3, node: ReturnType<typeof serve>['node'], log?: RequestLog): { responses: WeakMap<Socket, ServerResponse[]>; answeredEarly: WeakMap<Socket, IncomingMessage>; beginClosing(): void } {
   const responses = new WeakMap<Socket, ServerResponse[]>();
