@@ -18,10 +18,7 @@ export function createIdempotencyRepo(db: Db) {
      ON CONFLICT (api_key_id, key) DO UPDATE SET request_hash = excluded.request_hash, status = excluded.status,
        body = excluded.body, created_at = excluded.created_at`,
   );
-  const purge = db.prepare<[number, number]>(
-    `DELETE FROM idempotency_keys WHERE (api_key_id, key) IN
-       (SELECT api_key_id, key FROM idempotency_keys WHERE created_at < ? LIMIT ?)`,
-  );
+  const purge = db.prepare<[number, number]>('DELETE FROM idempotency_keys WHERE rowid IN (SELECT rowid FROM idempotency_keys WHERE created_at < ? LIMIT ?)');
   return {
     get(apiKeyId: string, key: string): CachedResponse | null {
       const r = get.get(apiKeyId, key);

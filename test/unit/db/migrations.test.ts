@@ -110,6 +110,23 @@ test('migration 0014: every change to a key or a store, by any connection, moves
   assert.equal(count(), '6', 'invoices and xpubs are not counted');
 });
 
+test('migration 0015: every idempotency key keeps its answer, rows go in the order written, and a key is still taken once per API key', (t) => {
+  const db = new Database(join(tempDir(t), 'v14.db'));
+  t.after(() => db.close());
+  for (const m of MIGRATIONS.slice(0, 14)) db.exec(m.sql);
+  db.pragma('user_version = 14');
+  const rows = [
+    { api_key_id: 'key_b', key: 'retry-1', request_hash: 'h1', status: 201, body: '{"id":"inv_1"}', created_at: 2000 },
+    { api_key_id: 'key_a', key: 'retry-1', request_hash: 'h2', status: 201, body: '{"id":"inv_2"}', created_at: 1000 },
+  ];
+  const insert = db.prepare('INSERT INTO idempotency_keys (api_key_id, key, request_hash, status, body, created_at) VALUES (@api_key_id, @key, @request_hash, @status, @body, @created_at)');
+  for (const r of rows) insert.run(r);
+  migrate(db);
+  assert.deepEqual(db.prepare('SELECT * FROM idempotency_keys ORDER BY rowid').all(), [rows[1], rows[0]], 'oldest first, every column kept');
+  assert.throws(() => insert.run(rows[0]), /UNIQUE constraint failed/);
+  assert.match(String(db.prepare("SELECT sql FROM sqlite_master WHERE name = 'idempotency_keys'").pluck().get()), /\) STRICT$/, 'a rowid table');
+});
+
 test('an upgrade that would leave a row pointing at nothing is refused whole: the schema and rows stay as they were', (t) => {
   const db = schema12WithInvoices(t);
   // A link broken outside Till (foreign keys off in another program): found by the check before the upgrade commits.
