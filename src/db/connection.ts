@@ -1,9 +1,10 @@
 import Database from 'better-sqlite3';
-import { accessSync, closeSync, constants, openSync, readSync, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, openSync, readSync, statfsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadSqliteAddon } from '../embedded.ts';
 import { makeDirs } from '../make-dirs.ts';
-import { migrate, schemaVersion } from './migrate.ts';
+import { isDiskFull } from './errors.ts';
+import { diskFull, migrate, schemaVersion, SchemaUpgradeError } from './migrate.ts';
 
 export type Db = Database.Database;
 
@@ -128,6 +129,7 @@ export function openDatabase(dataDir: string, opts: OpenOptions = {}): Db {
   if (opts.mustExist) assertDatabaseExists(dataDir);
   prepareDataDir(dataDir);
   refuseStaleWal(dataDir);
+  const fresh = (statSync(databasePath(dataDir), { throwIfNoEntry: false })?.size ?? 0) === 0;
   createPrivately(databasePath(dataDir));
   const db = new Database(databasePath(dataDir), { timeout: opts.busyTimeoutMs ?? 5000 });
   try {
@@ -141,10 +143,28 @@ export function openDatabase(dataDir: string, opts: OpenOptions = {}): Db {
     db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
     migrate(db, opts.beforeUpgrade, opts.onUpgrade);
   } catch (err) {
+    const full = err instanceof SchemaUpgradeError ? null : diskFullAtOpen(db, dataDir, fresh, err);
     db.close();
-    throw err;
+    throw full ?? err;
   }
   return db;
+}
+
+/** Below this much free space, an I/O error opening the database is the disk being full. */
+const NEARLY_FULL_BYTES = 1024 * 1024;
+
+/**
+ * A disk too full for the WAL and shared-memory files SQLite makes beside
+ * the database, said as such: SQLite says "disk I/O error" when the -shm file
+ * cannot grow, and "database or disk is full" before the first migration.
+ */
+function diskFullAtOpen(db: Db, dataDir: string, fresh: boolean, err: unknown): Error | null {
+  const code = String((err as { code?: unknown })?.code);
+  if (!isDiskFull(err) && !code.startsWith('SQLITE_IOERR')) return null;
+  const fs = statfsSync(dataDir);
+  if (!isDiskFull(err) && fs.bavail * fs.bsize >= NEARLY_FULL_BYTES) return null;
+  if (fresh) return diskFull(db, 0);
+  return new DataDirError(`the disk holding ${db.name} is full: SQLite has no room for its WAL and shared-memory files beside the database (nothing was changed). Free some space (or move the data directory) and start again`);
 }
 
 /**

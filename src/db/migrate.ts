@@ -91,8 +91,8 @@ const sizeMiB = (db: Database.Database): number => Math.ceil(statSync(db.name).s
 export const UPGRADE_WAIT_MS = 30 * 60_000;
 const PAUSE = new Int32Array(new SharedArrayBuffer(4));
 
-/** A migration that rebuilds a table (0013) writes it whole to the WAL, then grows the file by it. */
-function diskFull(db: Database.Database, from: number): SchemaUpgradeError {
+/** A migration that rebuilds a table (0013) writes it whole to the WAL, then grows the file by it. From 0: a new database. */
+export function diskFull(db: Database.Database, from: number): SchemaUpgradeError {
   if (from === 0) return new SchemaUpgradeError(`the disk holding ${db.name} is full: there is no room for a new database. Free some space (or choose another data directory) and start again`);
   return new SchemaUpgradeError(
     `the disk holding ${db.name} is full: upgrading the database from schema ${from} to ${LATEST_SCHEMA_VERSION} rewrites tables and needs free space of up to about twice the database's size (${sizeMiB(db)} MiB now); nothing was changed. Free some space (or move the data directory) and start again`,

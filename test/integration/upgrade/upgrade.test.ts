@@ -252,15 +252,35 @@ test('an upgrade that fits on the disk but leaves no room to copy it into the da
   assert.equal(data.invoices(), 30_001, 'every invoice kept');
 });
 
-test('a new database on a disk too full for it: said as such (not as an upgrade)', async (t) => {
+test('a new database on a disk too full for it: said as such (not as an upgrade), however little room is left', async (t) => {
+  // With 32 KiB or less SQLite fails making its -shm file ("disk I/O error"): that was an "unexpected error".
+  for (const freeKiB of [96, 32, 8, 0]) {
+    const mount = tempMount(t, 2);
+    if (!mount) return t.skip('cannot mount a tmpfs here (needs root and CAP_SYS_ADMIN)');
+    const fs = statfsSync(mount);
+    writeFileSync(join(mount, 'filler'), Buffer.alloc(fs.bavail * fs.bsize - freeKiB * 1024));
+    const dataDir = join(mount, 'data');
+    const r = await runTill(['store', 'create', '--name', 'Shop', '--mode', 'test'], { dataDir, env: { TILL_NETWORK: 'regtest' } });
+    assert.equal(r.code, 1, `${freeKiB} KiB free`);
+    assert.equal(r.stderr, `till: the disk holding ${databasePath(dataDir)} is full: there is no room for a new database. Free some space (or choose another data directory) and start again\n`, `${freeKiB} KiB free`);
+  }
+});
+
+test('a database on a disk since filled up: opening it says the disk is full, and it is left as it was', async (t) => {
   const mount = tempMount(t, 2);
   if (!mount) return t.skip('cannot mount a tmpfs here (needs root and CAP_SYS_ADMIN)');
-  const fs = statfsSync(mount);
-  writeFileSync(join(mount, 'filler'), Buffer.alloc(fs.bavail * fs.bsize - 96 * 1024));
   const dataDir = join(mount, 'data');
-  const r = await runTill(['store', 'create', '--name', 'Shop', '--mode', 'test'], { dataDir, env: { TILL_NETWORK: 'regtest' } });
+  const env = { TILL_NETWORK: 'regtest' };
+  assert.equal((await runTill(['store', 'create', '--name', 'Shop', '--mode', 'test'], { dataDir, env })).code, 0);
+  const fs = statfsSync(mount);
+  writeFileSync(join(mount, 'filler'), Buffer.alloc(fs.bavail * fs.bsize));
+  const r = await runTill(['store', 'list'], { dataDir, env });
   assert.equal(r.code, 1);
-  assert.equal(r.stderr, `till: the disk holding ${databasePath(dataDir)} is full: there is no room for a new database. Free some space (or choose another data directory) and start again\n`);
+  assert.equal(r.stderr, `till: the disk holding ${databasePath(dataDir)} is full: SQLite has no room for its WAL and shared-memory files beside the database (nothing was changed). Free some space (or move the data directory) and start again\n`);
+  rmSync(join(mount, 'filler'));
+  const listed = await runTill(['store', 'list'], { dataDir, env });
+  assert.equal(listed.code, 0, listed.stderr);
+  assert.match(listed.stdout, /Shop/);
 });
 
 test('schema 7 with mempool_spends (Till 519a00f..02c8492): the upgrade gives it payment_spends, in its place', (t) => {
