@@ -12,6 +12,9 @@ export function createAddressPoolRepo(db: Db) {
   const get = db.prepare<[string, number], { address: string; script_hex: string }>(
     'SELECT address, script_hex FROM address_pool WHERE xpub_id = ? AND idx = ?',
   );
+  const from = db.prepare<[string, number, number], { idx: number; address: string; script_hex: string }>(
+    'SELECT idx, address, script_hex FROM address_pool WHERE xpub_id = ? AND idx >= ? ORDER BY idx LIMIT ?',
+  );
   const highest = db.prepare<[string], { idx: number | null }>('SELECT MAX(idx) AS idx FROM address_pool WHERE xpub_id = ?');
   const lowest = db.prepare<[string], { idx: number | null }>('SELECT MIN(idx) AS idx FROM address_pool WHERE xpub_id = ?');
   const insert = db.prepare<[string, number, string, string]>(
@@ -23,6 +26,10 @@ export function createAddressPoolRepo(db: Db) {
     get(xpubId: string, index: number): PooledAddress | null {
       const row = get.get(xpubId, index);
       return row ? { index, address: row.address, scriptHex: row.script_hex } : null;
+    },
+    /** Up to `limit` pooled addresses from `index` on, in index order (a gap where one was not derived). */
+    from(xpubId: string, index: number, limit: number): PooledAddress[] {
+      return from.all(xpubId, index, limit).map((r) => ({ index: r.idx, address: r.address, scriptHex: r.script_hex }));
     },
     highestIndex(xpubId: string): number | null {
       return highest.get(xpubId)?.idx ?? null;

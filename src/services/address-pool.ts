@@ -4,6 +4,8 @@ import type { PooledAddress } from '../db/address-pool.ts';
 import type { XpubRecord } from '../db/xpubs.ts';
 import { ApiError } from '../domain/errors.ts';
 import type { Context } from './context.ts';
+import { getOrInsert } from '../get-or-insert.ts';
+import { setBounded } from '../set-bounded.ts';
 
 // Elliptic-curve derivation is the slowest step of invoice creation, so each
 // active xpub keeps a pool of addresses derived ahead of its next index.
@@ -33,7 +35,27 @@ export function allocateAddress(ctx: Context, xpub: XpubRecord): PooledAddress {
   if (index > LAST_RECEIVE_INDEX) {
     throw new ApiError('gap_limit_exceeded', `xpub ${xpub.id} has handed out every receive address it has (indexes 0 to ${LAST_RECEIVE_INDEX}): add a new key with till xpub add`);
   }
-  return ctx.repos.addressPool.get(xpub.id, index) ?? deriveAddresses(ctx, xpub, index, 1)[0]!;
+  return pooledAddress(ctx, xpub.id, index) ?? deriveAddresses(ctx, xpub, index, 1)[0]!;
+}
+
+// Creation takes an xpub's indexes one after another, so its pooled rows are
+// read a window at a time rather than one a creation (~4 % of the loop under
+// the creation load). A pooled row never changes (an index's address is
+// derived from the key), so a window is never stale: it is only read again
+// once creation has gone past it, or past the rows the pool held then.
+const WINDOW_ROWS = 64;
+const WINDOW_XPUBS = 256;
+const windows = new WeakMap<Context, Map<string, PooledAddress[]>>();
+
+function pooledAddress(ctx: Context, xpubId: string, index: number): PooledAddress | null {
+  const byXpub = getOrInsert(windows, ctx, () => new Map<string, PooledAddress[]>());
+  let rows = byXpub.get(xpubId);
+  let row = rows && rows.length > 0 ? rows[index - rows[0]!.index] : undefined;
+  if (row?.index === index) return row;
+  rows = ctx.repos.addressPool.from(xpubId, index, WINDOW_ROWS);
+  setBounded(byXpub, xpubId, rows, WINDOW_XPUBS);
+  row = rows[0];
+  return row?.index === index ? row : null;
 }
 
 // Both steps of a refill work in small pieces, each its own write: derivation

@@ -47,6 +47,31 @@ test('addresses come in wallet order from the pool and from in-line derivation a
   assert.equal(new Set(all).size, 6, 'no address handed out twice');
 });
 
+test('pooled rows read ahead a window at a time: runs longer than a window, a pool topped up after its window was read, and a pool run dry all give the wallet\'s addresses in order', async (t) => {
+  const till = await startTestTill(t);
+  const store = setupStore(till, { label: 'window' });
+  const tpub = testTpub('window');
+  const { ctx } = till.rt;
+  const xpubId = ctx.repos.xpubs.findActive(store.storeId, 'test')!.id;
+  const createMany = async (n: number) => {
+    const answers = await Promise.all(Array.from({ length: n }, () => postInvoice(till, store.key, { amount_sats: 1000 })));
+    assert.deepEqual(new Set(answers.map((r) => r.status)), new Set([201]));
+  };
+  const addresses = () => ctx.db.prepare('SELECT address FROM invoices WHERE store_id = ? ORDER BY rowid').pluck().all(store.storeId) as string[];
+
+  await refillAddressPool(ctx, xpubId, 10); // rows 0..9
+  await createMany(5); // a window of the 10 rows there are
+  await refillAddressPool(ctx, xpubId, 40); // rows up to 44, added after that window was read
+  await createMany(20);
+  await createMany(45); // the pool runs dry at 45: the rest derived in line
+  till.clock.advance(61_000); // the key's 100 creations a minute
+  await refillAddressPool(ctx, xpubId, 100); // rows 70..169
+  await createMany(80); // past a window of 64 rows
+  const handed = addresses();
+  assert.equal(handed.length, 150);
+  assert.deepEqual(handed.toSorted(), Array.from({ length: 150 }, (_, i) => walletAddress(tpub, i)).toSorted(), 'indexes 0 to 149, each once');
+});
+
 test('a refill works in pieces, each its own write: a write queued beside it commits after the first piece, not after all', async (t) => {
   const till = await startTestTill(t);
   const store = setupStore(till, { label: 'pieces' });
