@@ -9,9 +9,6 @@ export interface PooledAddress {
 export type AddressPoolRepo = ReturnType<typeof createAddressPoolRepo>;
 
 export function createAddressPoolRepo(db: Db) {
-  const get = db.prepare<[string, number], { address: string; script_hex: string }>(
-    'SELECT address, script_hex FROM address_pool WHERE xpub_id = ? AND idx = ?',
-  );
   const from = db.prepare<[string, number, number], { idx: number; address: string; script_hex: string }>(
     'SELECT idx, address, script_hex FROM address_pool WHERE xpub_id = ? AND idx >= ? ORDER BY idx LIMIT ?',
   );
@@ -22,11 +19,6 @@ export function createAddressPoolRepo(db: Db) {
   );
   const deleteBelow = db.prepare<[string, number]>('DELETE FROM address_pool WHERE xpub_id = ? AND idx < ?');
   return {
-    /** The pooled address at index, or null if it was not derived yet. */
-    get(xpubId: string, index: number): PooledAddress | null {
-      const row = get.get(xpubId, index);
-      return row ? { index, address: row.address, scriptHex: row.script_hex } : null;
-    },
     /** Up to `limit` pooled addresses from `index` on, in index order (a gap where one was not derived). */
     from(xpubId: string, index: number, limit: number): PooledAddress[] {
       return from.all(xpubId, index, limit).map((r) => ({ index: r.idx, address: r.address, scriptHex: r.script_hex }));
