@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { setImmediate } from 'node:timers/promises';
 import { BIP32Factory } from 'bip32';
 import * as bitcoin from 'bitcoinjs-lib';
@@ -23,12 +23,17 @@ function walletAddress(tpub: string, index: number): string {
   return bitcoin.payments.p2pkh({ pubkey: Buffer.from(node.publicKey), network: bitcoin.networks.regtest }).address!;
 }
 
-test('addresses come in wallet order from the pool and from in-line derivation alike; used pool rows are pruned', async (t) => {
+/** A test till with one test store of this label: its context, its active key and that key's tpub. */
+async function tillWithStore(t: TestContext, label: string) {
   const till = await startTestTill(t);
-  const store = setupStore(till, { label: 'pool' });
-  const tpub = testTpub('pool');
+  const store = setupStore(till, { label });
   const { ctx } = till.rt;
-  const xpubId = ctx.repos.xpubs.findActive(store.storeId, 'test')!.id;
+  const xpub = ctx.repos.xpubs.findActive(store.storeId, 'test')!;
+  return { till, store, ctx, xpub, xpubId: xpub.id, tpub: testTpub(label) };
+}
+
+test('addresses come in wallet order from the pool and from in-line derivation alike; used pool rows are pruned', async (t) => {
+  const { till, store, ctx, xpubId, tpub } = await tillWithStore(t, 'pool');
   const poolRows = () => ctx.db.prepare('SELECT idx FROM address_pool WHERE xpub_id = ? ORDER BY idx').pluck().all(xpubId) as number[];
   const create = async () => (await postInvoice(till, store.key, { amount_sats: 1000 })).body.address as string;
 
@@ -48,11 +53,7 @@ test('addresses come in wallet order from the pool and from in-line derivation a
 });
 
 test('pooled rows read ahead a window at a time: runs longer than a window, a pool topped up after its window was read, and a pool run dry all give the wallet\'s addresses in order', async (t) => {
-  const till = await startTestTill(t);
-  const store = setupStore(till, { label: 'window' });
-  const tpub = testTpub('window');
-  const { ctx } = till.rt;
-  const xpubId = ctx.repos.xpubs.findActive(store.storeId, 'test')!.id;
+  const { till, store, ctx, xpubId, tpub } = await tillWithStore(t, 'window');
   const createMany = async (n: number) => {
     const answers = await Promise.all(Array.from({ length: n }, () => postInvoice(till, store.key, { amount_sats: 1000 })));
     assert.deepEqual(new Set(answers.map((r) => r.status)), new Set([201]));
@@ -73,10 +74,7 @@ test('pooled rows read ahead a window at a time: runs longer than a window, a po
 });
 
 test('a refill works in pieces, each its own write: a write queued beside it commits after the first piece, not after all', async (t) => {
-  const till = await startTestTill(t);
-  const store = setupStore(till, { label: 'pieces' });
-  const { ctx } = till.rt;
-  const xpubId = ctx.repos.xpubs.findActive(store.storeId, 'test')!.id;
+  const { till, store, ctx, xpubId } = await tillWithStore(t, 'pieces');
   const pooled = () => ctx.db.prepare('SELECT count(*) FROM address_pool WHERE xpub_id = ?').pluck().get(xpubId) as number;
 
   // Derivation stalls the event loop: 100 addresses in one piece was 10-17 ms of it.
@@ -102,10 +100,7 @@ test('a refill works in pieces, each its own write: a write queued beside it com
 });
 
 test('a refill waits for another process\'s write lock without stopping the event loop, then writes', async (t) => {
-  const till = await startTestTill(t);
-  const store = setupStore(till, { label: 'locked' });
-  const { ctx } = till.rt;
-  const xpubId = ctx.repos.xpubs.findActive(store.storeId, 'test')!.id;
+  const { till, store, ctx, xpubId } = await tillWithStore(t, 'locked');
   const lock = holdWriteLock(t, databasePath(till.config.dataDir));
   const refill = refillAddressPool(ctx, xpubId, 4);
   await lock.assertLoopTurnsFor(200);
@@ -116,10 +111,7 @@ test('a refill waits for another process\'s write lock without stopping the even
 });
 
 test('a key\'s last receive address (index 2^31 - 1) is handed out; after it creation answers 409, the pool stops there', async (t) => {
-  const till = await startTestTill(t);
-  const store = setupStore(till, { label: 'last-index' });
-  const { ctx } = till.rt;
-  const xpub = ctx.repos.xpubs.findActive(store.storeId, 'test')!;
+  const { till, store, ctx, xpub, tpub } = await tillWithStore(t, 'last-index');
   // Two billion invoices on one key, by hand.
   ctx.db.prepare('UPDATE xpubs SET next_index = ? WHERE id = ?').run(LAST_RECEIVE_INDEX - 149, xpub.id);
   assert.equal(await refillAddressPool(ctx, xpub.id, 200), 150, 'the pool fills up to the last index, no further');
@@ -127,7 +119,7 @@ test('a key\'s last receive address (index 2^31 - 1) is handed out; after it cre
   ctx.db.prepare('UPDATE xpubs SET next_index = ? WHERE id = ?').run(LAST_RECEIVE_INDEX, xpub.id);
   const last = await postInvoice(till, store.key, { amount_sats: 1000 });
   assert.equal(last.status, 201, last.text);
-  assert.equal(last.body.address, walletAddress(testTpub('last-index'), LAST_RECEIVE_INDEX));
+  assert.equal(last.body.address, walletAddress(tpub, LAST_RECEIVE_INDEX));
   const past = await postInvoice(till, store.key, { amount_sats: 1000 });
   assert.equal(past.status, 409);
   assert.equal(past.body.error.code, 'gap_limit_exceeded');
@@ -137,15 +129,12 @@ test('a key\'s last receive address (index 2^31 - 1) is handed out; after it cre
 });
 
 test('skipping indexes (after restoring an old backup): the next invoice takes the address after them, pooled or not', async (t) => {
-  const till = await startTestTill(t);
-  const store = setupStore(till, { label: 'skip' });
-  const { ctx } = till.rt;
-  const xpub = ctx.repos.xpubs.findActive(store.storeId, 'test')!;
+  const { till, store, ctx, xpub, tpub } = await tillWithStore(t, 'skip');
   await refillAddressPool(ctx, xpub.id, 20);
-  assert.equal((await postInvoice(till, store.key, { amount_sats: 1000 })).body.address, walletAddress(testTpub('skip'), 0));
+  assert.equal((await postInvoice(till, store.key, { amount_sats: 1000 })).body.address, walletAddress(tpub, 0));
   assert.equal(skipIndexes(ctx, xpub.id, 5).nextIndex, 6);
   assert.equal(ctx.repos.addressPool.lowestIndex(xpub.id), 6, 'the skipped pool rows are gone');
-  assert.equal((await postInvoice(till, store.key, { amount_sats: 1000 })).body.address, walletAddress(testTpub('skip'), 6));
+  assert.equal((await postInvoice(till, store.key, { amount_sats: 1000 })).body.address, walletAddress(tpub, 6));
   assert.throws(() => skipIndexes(ctx, xpub.id, 0), /count must be an integer from 1/);
   assert.throws(() => skipIndexes(ctx, 'xpb_nope', 1), /no xpub xpb_nope/);
 });
