@@ -159,10 +159,11 @@ const NEARLY_FULL_BYTES = 1024 * 1024;
  * cannot grow, and "database or disk is full" before the first migration.
  */
 function diskFullAtOpen(db: Db, dataDir: string, fresh: boolean, err: unknown): Error | null {
-  const code = String((err as { code?: unknown })?.code);
-  if (!isDiskFull(err) && !code.startsWith('SQLITE_IOERR')) return null;
-  const fs = statfsSync(dataDir);
-  if (!isDiskFull(err) && fs.bavail * fs.bsize >= NEARLY_FULL_BYTES) return null;
+  if (!isDiskFull(err)) {
+    if (!String((err as { code?: unknown })?.code).startsWith('SQLITE_IOERR')) return null;
+    const fs = statfsSync(dataDir);
+    if (fs.bavail * fs.bsize >= NEARLY_FULL_BYTES) return null;
+  }
   if (fresh) return diskFull(db, 0);
   return new DataDirError(`the disk holding ${db.name} is full: SQLite has no room for its WAL and shared-memory files beside the database (nothing was changed). Free some space (or move the data directory) and start again`);
 }
