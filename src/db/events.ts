@@ -52,8 +52,9 @@ export function createEventsRepo(db: Db) {
   );
   const anyUndispatched = db.prepare<[], number>('SELECT 1 FROM events WHERE dispatched = 0 LIMIT 1').pluck();
   const markDispatched = db.prepare<[number]>('UPDATE events SET dispatched = 1 WHERE seq = ?');
+  // Bound by position (every creation writes one; see the invoices' insert).
   const insertDispatched = db.prepare(
-    'INSERT INTO events (id, type, store_id, invoice_id, livemode, created_at, body, dispatched) VALUES (@id, @type, @storeId, @invoiceId, @livemode, @createdAt, @body, 1)',
+    'INSERT INTO events (id, type, store_id, invoice_id, livemode, created_at, body, dispatched) VALUES (?, ?, ?, ?, ?, ?, ?, 1)',
   );
   return {
     insert(e: Omit<EventRecord, 'seq'>): void {
@@ -86,7 +87,7 @@ export function createEventsRepo(db: Db) {
     },
     /** An event whose deliveries the same transaction writes (or, for webhook.test, one chosen target only). */
     insertDispatched(e: Omit<EventRecord, 'seq'>): void {
-      insertDispatched.run({ ...e, livemode: e.livemode ? 1 : 0 });
+      insertDispatched.run([e.id, e.type, e.storeId, e.invoiceId, e.livemode ? 1 : 0, e.createdAt, e.body]);
     },
   };
 }
