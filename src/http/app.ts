@@ -1,8 +1,8 @@
 import { H3 } from 'h3';
 import { ApiError } from '../domain/errors.ts';
 import type { Runtime } from '../runtime.ts';
-import { createDirectGets } from './internal/direct-get.ts';
-import { createRequestLog, requestContext } from './middleware/request-context.ts';
+import { createDirectRoutes } from './internal/direct-routes.ts';
+import { apiErrorOf, createRequestLog, requestContext } from './middleware/request-context.ts';
 import { registerCheckoutRoutes } from './routes/checkout.ts';
 import { registerDashboardRoutes } from './routes/dashboard.ts';
 import { registerHealthRoutes } from './routes/health.ts';
@@ -20,14 +20,19 @@ export function createApp(rt: Runtime): H3 {
   const log = createRequestLog(rt.logger);
   // Nothing read from a commit still waiting for its fdatasync is answered before it returns.
   const { writes } = rt.ctx;
-  const direct = createDirectGets(app, log, (read) => writes.whenDurable(read));
+  const direct = createDirectRoutes(app, {
+    log,
+    whenDurable: (read) => writes.whenDurable(read),
+    durable: () => writes.durable(),
+    errorOf: (err, requestId) => apiErrorOf(err, requestId, rt.logger),
+  });
   app.use(requestContext(rt.logger, log, () => writes.durable()));
   registerHealthRoutes(app, rt);
   registerOpenApiRoute(app);
   registerInvoiceRoutes(app, rt, direct);
   registerWebhookRoutes(app, rt);
   registerDashboardRoutes(app);
-  registerCheckoutRoutes(app, rt, direct);
+  registerCheckoutRoutes(app, rt, direct.gets);
   registerXpubHelpRoute(app, rt.ctx.config.network);
   app.all('/**', (event) => {
     throw new ApiError('not_found', `no route for ${event.req.method} ${event.url.pathname}`);

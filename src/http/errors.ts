@@ -13,22 +13,23 @@ export function errorBody(err: ApiError, requestId: string): string {
  */
 const INFRASTRUCTURE_RETRY_AFTER_SECONDS = 1;
 
+/** The headers of the spec's error envelope. */
+export function errorHeaders(err: ApiError, requestId: string): Record<string, string> {
+  const retryAfter = err.extra.retry_after_seconds ?? (err.status === 503 ? INFRASTRUCTURE_RETRY_AFTER_SECONDS : undefined);
+  return {
+    'content-type': 'application/json; charset=utf-8',
+    // An error says how things stood for one request (a 404 of an invoice being made, a 503): no cache keeps it.
+    'cache-control': 'no-store',
+    'x-request-id': requestId,
+    ...(typeof retryAfter === 'number' ? { 'retry-after': String(retryAfter) } : {}),
+    // RFC 9110 15.5.2: a 401 names the scheme it wants.
+    ...(err.status === 401 ? { 'www-authenticate': 'Bearer' } : {}),
+  };
+}
+
 /** The spec's error envelope as a Response. */
 export function errorResponse(err: ApiError, requestId: string, headers: Record<string, string> = {}): Response {
-  const retryAfter = err.extra.retry_after_seconds ?? (err.status === 503 ? INFRASTRUCTURE_RETRY_AFTER_SECONDS : undefined);
-  return new Response(errorBody(err, requestId), {
-    status: err.status,
-    headers: {
-      ...headers,
-      'content-type': 'application/json; charset=utf-8',
-      // An error says how things stood for one request (a 404 of an invoice being made, a 503): no cache keeps it.
-      'cache-control': 'no-store',
-      'x-request-id': requestId,
-      ...(typeof retryAfter === 'number' ? { 'retry-after': String(retryAfter) } : {}),
-      // RFC 9110 15.5.2: a 401 names the scheme it wants.
-      ...(err.status === 401 ? { 'www-authenticate': 'Bearer' } : {}),
-    },
-  });
+  return new Response(errorBody(err, requestId), { status: err.status, headers: { ...headers, ...errorHeaders(err, requestId) } });
 }
 
 /**

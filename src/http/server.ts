@@ -7,7 +7,7 @@ import type { Duplex } from 'node:stream';
 import type { RequestLog } from './middleware/request-context.ts';
 import { clientErrorListener, connectListener, refuseUnservableRequest, refuseUpgradeWithInvalidHost } from './internal/client-error.ts';
 import { CONNECTION_DEADLINES, requestTimeoutOptions, type ConnectionDeadlines } from './internal/connection-deadlines.ts';
-import { directGetsOf } from './internal/direct-get.ts';
+import { directRoutesOf } from './internal/direct-routes.ts';
 
 export interface HttpServer {
   url: string;
@@ -114,8 +114,8 @@ export async function listen(app: H3, host: string, port: number, opts: ListenOp
 /**
  * Replaces srvx's request listener (the handler it gave http.createServer)
  * with one that keeps each connection's unfinished responses, for the parser
- * errors' answers, and puts the app's direct GETs ahead of srvx: a request
- * they cannot answer goes on to it as before. Once closing, every answer not
+ * errors' answers, and puts the app's direct routes ahead of srvx: a request
+ * they do not take goes on to it as before. Once closing, every answer not
  * yet begun says Connection: close, and a kept-alive connection is closed as
  * soon as its answer is out: the server's close need not wait out its grace.
  *
@@ -135,7 +135,7 @@ function takeRequests(app: H3, node: ReturnType<typeof serve>['node'], log?: Req
   const answeredEarly = new WeakMap<Socket, IncomingMessage>();
   let closing = false;
   if (!node?.server) return { responses, answeredEarly, beginClosing: () => {} };
-  const direct = directGetsOf(app);
+  const direct = directRoutesOf(app);
   const { server, handler } = node;
   server.off('request', handler);
   if (server.listenerCount('request') !== 0) throw new Error('srvx request listener not found');
@@ -166,7 +166,7 @@ function takeRequests(app: H3, node: ReturnType<typeof serve>['node'], log?: Req
       if (closing && 'closeIdleConnections' in server) setImmediate(() => server.closeIdleConnections());
     });
     if (refuseUnservableRequest(req, res, log)) return;
-    if (!direct?.take(req, res, handler)) handler(req, res);
+    if (!direct || !(direct.gets.take(req, res, handler) || direct.posts.take(req, res))) handler(req, res);
   });
   return {
     responses,

@@ -26,9 +26,13 @@ export async function readJsonObject(event: H3Event, maxBytes = MAX_JSON_BODY_BY
   return { value: parseJsonObject(raw), raw };
 }
 
+/** Whether a Content-Type says JSON (any parameters, such as charset, after it). */
+export function isJsonType(type: string): boolean {
+  return /^application\/json\s*(;|$)/i.test(type);
+}
+
 function assertJsonType(event: H3Event): void {
-  const type = event.req.headers.get('content-type') ?? '';
-  if (!/^application\/json\s*(;|$)/i.test(type)) {
+  if (!isJsonType(event.req.headers.get('content-type') ?? '')) {
     throw new ApiError('unsupported_media_type', 'the request body must be JSON with Content-Type: application/json');
   }
 }
@@ -91,7 +95,15 @@ async function readLimited(event: H3Event, maxBytes: number): Promise<string> {
   // Over a socket the Node request is read directly: wrapping it in a web
   // ReadableStream first cost more than parsing the JSON.
   const nodeReq = event.runtime?.node?.req;
-  const bytes = nodeReq ? await readNodeBody(nodeReq, maxBytes) : await readWebBody(event.req.body, maxBytes);
+  return decodeUtf8(nodeReq ? await readNodeBody(nodeReq, maxBytes) : await readWebBody(event.req.body, maxBytes));
+}
+
+/** A body read in full (a direct POST's, src/http/internal/direct-post.ts) as a JSON object, refused as readJsonObject refuses it. */
+export function parseJsonObjectBytes(bytes: Uint8Array): Record<string, unknown> {
+  return parseJsonObject(decodeUtf8(bytes));
+}
+
+function decodeUtf8(bytes: Uint8Array): string {
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch {
@@ -102,7 +114,8 @@ async function readLimited(event: H3Event, maxBytes: number): Promise<string> {
 const tooLarge = (maxBytes: number) => new ApiError('payload_too_large', `the request body must be at most ${maxBytes} bytes`);
 const unreadable = () => new ApiError('validation_error', 'the request body could not be read', { param: 'body' });
 
-function readNodeBody(req: Readable & { complete: boolean }, maxBytes: number): Promise<Buffer> {
+/** A Node request's body, at most maxBytes (413 past them); a client gone before its end is a validation_error. */
+export function readNodeBody(req: Readable & { complete: boolean }, maxBytes: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

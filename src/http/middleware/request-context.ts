@@ -66,10 +66,7 @@ export function requestContext(logger: Logger, log: RequestLog, durable: () => P
     event.context.requestId = requestId;
     event.res.headers.set('x-request-id', requestId);
     const answerError = (err: unknown, keep: (header: string) => boolean): Response => {
-      const apiError = toApiError(err);
-      if (apiError.status >= 500 && apiError.code === 'internal_error') {
-        logger.error({ req_id: requestId, err }, 'unhandled error');
-      }
+      const apiError = apiErrorOf(err, requestId, logger);
       // Under /pay/ even an error raised before the CORS middleware ran (no Host header) is readable by a page.
       const headers: Record<string, string> = isPublicPath(event.url.pathname) ? { ...PUBLIC_CORS_HEADERS } : {};
       event.res.headers.forEach((v, k) => keep(k) && (headers[k] = v));
@@ -109,6 +106,13 @@ export function requestContext(logger: Logger, log: RequestLog, durable: () => P
     }
     return answer;
   };
+}
+
+/** What the envelope says of anything thrown while answering a request; our own bug is logged, with the request id. */
+export function apiErrorOf(err: unknown, requestId: string, logger: Logger): ApiError {
+  const apiError = toApiError(err);
+  if (apiError.status >= 500 && apiError.code === 'internal_error') logger.error({ req_id: requestId, err }, 'unhandled error');
+  return apiError;
 }
 
 function isPlainData(value: unknown): value is object {

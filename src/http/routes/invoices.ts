@@ -1,4 +1,4 @@
-import type { H3, H3Event } from 'h3';
+import type { H3 } from 'h3';
 import type { InvoicesRepo, ListQuery } from '../../db/invoices.ts';
 import { invalidField, unknownName } from '../../domain/errors.ts';
 import { INVOICE_STATUSES, type InvoiceStatus } from '../../domain/invoice.ts';
@@ -9,27 +9,26 @@ import { isId } from '../../ids.ts';
 import type { Runtime } from '../../runtime.ts';
 import { cancelInvoice, createInvoice, getInvoiceFor, hashRequest, simulateInvoice } from '../../services/invoices.ts';
 import { requireApiKey, requireApiKeyOf } from '../middleware/auth.ts';
-import { nodeRequestOf } from '../middleware/request-context.ts';
 import { SlidingWindowLimiter } from '../middleware/rate-limit.ts';
 import { readsDone } from '../internal/after-reads.ts';
 import { readJsonObject, readNoParams } from '../internal/body.ts';
 import { assertNoQuery } from '../internal/query.ts';
-import type { DirectGets } from '../internal/direct-get.ts';
+import type { DirectRequest } from '../internal/direct-request.ts';
+import type { DirectRoutes } from '../internal/direct-routes.ts';
 import { InvoiceViewCache } from '../internal/invoice-view-cache.ts';
 import { defineRoute, routeParam } from '../internal/route.ts';
-import { sendJson } from '../internal/send-json.ts';
 
 export const CREATE_RATE_LIMIT = { perMinute: 100 } as const;
 export const LIST_LIMIT = { default: 20, max: 100 } as const;
 const IDEMPOTENCY_KEY_MAX = 255;
 
-function readIdempotencyKey(event: H3Event): string | null {
-  const key = event.req.headers.get('idempotency-key');
-  if (key === null) return null;
+function readIdempotencyKey(req: DirectRequest): string | null {
   // Sent twice, the values arrive joined by ", ": a key of its own that neither retry would send alone.
-  if ((nodeRequestOf(event)?.headersDistinct['idempotency-key']?.length ?? 1) > 1) {
+  if (req.repeats('idempotency-key')) {
     throw invalidField('Idempotency-Key', 'the Idempotency-Key header is given more than once; send one');
   }
+  const key = req.header('idempotency-key');
+  if (key === null) return null;
   // Header values arrive as bytes (one char each); spec 8 counts characters of the UTF-8 text.
   const characters = [...Buffer.from(key, 'latin1').toString('utf8')].length;
   if (characters === 0 || characters > IDEMPOTENCY_KEY_MAX) {
@@ -38,30 +37,34 @@ function readIdempotencyKey(event: H3Event): string | null {
   return key;
 }
 
-export function registerInvoiceRoutes(app: H3, rt: Runtime, direct: DirectGets): void {
+/** Answered with a stored answer of its Idempotency-Key (spec 8). */
+const REPLAYED = { 'idempotent-replayed': 'true' } as const;
+
+export function registerInvoiceRoutes(app: H3, rt: Runtime, direct: DirectRoutes): void {
   const { ctx } = rt;
   const limiter = new SlidingWindowLimiter(CREATE_RATE_LIMIT.perMinute, 60_000, ctx.clock);
   const views = new InvoiceViewCache(ctx);
 
   defineRoute(app, '/v1/invoices', {
-    POST: async (event) => {
-      // Creations of a turn are handled together once its requests are read.
-      await readsDone();
-      const caller = requireApiKey(event, ctx);
-      const idempotencyKey = readIdempotencyKey(event);
-      const { value } = await readJsonObject(event);
-      const result = await createInvoice(ctx, {
-        caller,
-        idempotencyKey,
-        // Only an Idempotency-Key's replay check compares it.
-        requestHash: idempotencyKey ? hashRequest(value) : '',
-        parse: () => parseInvoiceRequest(value),
-        admit: () => limiter.take(caller.apiKey.id),
-      });
-      if (result.replayed) event.res.headers.set('idempotent-replayed', 'true');
-      return sendJson(event, result.body, result.status);
-    },
-    GET: direct.get('/v1/invoices', {
+    POST: direct.posts.post('/v1/invoices', {
+      answer: async (req, body) => {
+        // Creations of a turn are handled together once its requests are read.
+        await readsDone();
+        const caller = requireApiKeyOf(req, ctx);
+        const idempotencyKey = readIdempotencyKey(req);
+        const value = await body();
+        const result = await createInvoice(ctx, {
+          caller,
+          idempotencyKey,
+          // Only an Idempotency-Key's replay check compares it.
+          requestHash: idempotencyKey ? hashRequest(value) : '',
+          parse: () => parseInvoiceRequest(value),
+          admit: () => limiter.take(caller.apiKey.id),
+        });
+        return { status: result.status, json: result.body, headers: result.replayed ? REPLAYED : undefined };
+      },
+    }),
+    GET: direct.gets.get('/v1/invoices', {
       answer: (req) => {
         const caller = requireApiKeyOf(req, ctx);
         const q = { ...parseListQuery(req.query), storeId: caller.store.id, livemode: caller.apiKey.env === 'live' };
@@ -84,7 +87,7 @@ export function registerInvoiceRoutes(app: H3, rt: Runtime, direct: DirectGets):
   });
 
   defineRoute(app, '/v1/invoices/:id', {
-    GET: direct.get('/v1/invoices/:id', {
+    GET: direct.gets.get('/v1/invoices/:id', {
       answer: (req) => {
         const caller = requireApiKeyOf(req, ctx);
         assertNoQuery(req.query);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { describe, test, type TestContext } from 'node:test';
-import { directGetsOf } from '../../../src/http/internal/direct-get.ts';
+import { directRoutesOf } from '../../../src/http/internal/direct-routes.ts';
 import { capturedLogger } from '../../helpers/captured-log.ts';
 import { setupStore, startTestTill, type TestStore, type TestTill } from '../../helpers/till-server.ts';
 import { postInvoice } from '../invoices/invoice-api.ts';
@@ -40,7 +40,7 @@ function rawGet(till: TestTill, path: string, headers: string[] = [], method = '
 
 /** Counts the requests the Node-side direct GETs answered. */
 function countDirectAnswers(till: TestTill): { count: number } {
-  const direct = directGetsOf(till.app)!;
+  const direct = directRoutesOf(till.app)!.gets;
   const counter = { count: 0 };
   const take = direct.take.bind(direct);
   direct.take = (req, res, app) => {
