@@ -30,9 +30,8 @@ export function deriveAddresses(ctx: Context, xpub: Pick<XpubRecord, 'id' | 'key
   return deriveReceiveAddresses(watchKeyOf(ctx, xpub), ctx.config.network, from, count);
 }
 
-/** Hands out the xpub's next index with its address. Call inside the transaction that uses it (a refusal rolls it back). */
-export function allocateAddress(ctx: Context, xpub: XpubRecord): PooledAddress {
-  const index = ctx.repos.xpubs.takeNextIndex(xpub.id);
+/** The address of an index handed out (XpubsRepo.takeActiveIndex), from the pool or derived; past the last receive index, refused. */
+export function addressAt(ctx: Context, xpub: Pick<XpubRecord, 'id' | 'keyText'>, index: number): PooledAddress {
   if (index > LAST_RECEIVE_INDEX) {
     throw new ApiError('gap_limit_exceeded', `xpub ${xpub.id} has handed out every receive address it has (indexes 0 to ${LAST_RECEIVE_INDEX}): add a new key with till xpub add`);
   }

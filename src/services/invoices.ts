@@ -8,7 +8,7 @@ import { transition, type DomainEvent } from '../domain/invoice-state.ts';
 import { centsToSats } from '../domain/money.ts';
 import { simulate, type SimulatedEvent } from '../domain/simulate.ts';
 import { newId } from '../ids.ts';
-import { allocateAddress } from './address-pool.ts';
+import { addressAt } from './address-pool.ts';
 import type { Caller } from './api-keys.ts';
 import type { Context } from './context.ts';
 import { assertDiskWritable, runRequestedWrite } from './disk.ts';
@@ -129,11 +129,13 @@ async function createAdmitted(ctx: Context, input: CreateInvoiceInput, req: Invo
     }
     const now = ctx.clock.now();
     const store = caller.store;
-    const xpub = ctx.repos.xpubs.findActive(store.id, envOf(caller));
-    if (!xpub) {
+    // The index is handed out first; a refusal below rolls it back with the rest of the job.
+    const taken = ctx.repos.xpubs.takeActiveIndex(store.id, envOf(caller));
+    if (!taken) {
       const fix = `${ctx.config.dashboardUrl || ctx.baseUrl}/stores/${store.id}/xpubs`;
       throw new ApiError('no_active_xpub', `store ${store.id} has no active ${envOf(caller)} xpub. Add one at ${fix} or run: till xpub add --store ${store.id} --env ${envOf(caller)} <xpub>`);
     }
+    const { xpub, index } = taken;
     if (live && gapLimitReached(xpub, now)) {
       throw new ApiError('gap_limit_exceeded', `the wallet's gap limit (${xpub.gapLimit}) is within 5 of being reached and no payment was seen in 24 hours. Raise the gap limit in your wallet (100 or more recommended) and run: till xpub add --store ${store.id} --env live --gap-limit 100 <xpub>, or rotate to a new xpub.`);
     }
@@ -144,7 +146,7 @@ async function createAdmitted(ctx: Context, input: CreateInvoiceInput, req: Invo
     const { amountSats, fiat } = priceOf(ctx, req);
     if (live) assertChainKnown(ctx);
     assertDiskWritable(ctx);
-    const addr = allocateAddress(ctx, xpub);
+    const addr = addressAt(ctx, xpub, index);
     const fields: Omit<StoredInvoice, 'rowid'> = {
       id: newId('inv', now),
       storeId: store.id,
