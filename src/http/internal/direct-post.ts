@@ -81,12 +81,16 @@ export class DirectPosts {
   take(req: IncomingMessage, res: ServerResponse): boolean {
     if (req.method !== 'POST') return false;
     const path = req.url ?? '';
-    // A query is refused by the app (fields go in the body).
+    // A query fails the plain path: the app refuses it (fields go in the body).
     const segments = plainPathOf(req, path);
     if (segments === null || !isPlainBody(req)) return false;
     for (const route of this.#routes) {
       if (!matchesSegments(route, segments)) continue;
-      void this.#answer(route, new NodeRequest(req, route, segments, ''), res, path);
+      this.#answer(route, new NodeRequest(req, route, segments, ''), res, path).catch((err: unknown) => {
+        // Our own bug past the answer's rendering (writing it): logged, and the connection cut, not the process.
+        this.#opts.errorOf(err, 'unknown');
+        res.destroy();
+      });
       return true;
     }
     return false;

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
 import { describe, test, type TestContext } from 'node:test';
+import { ApiError } from '../../../src/domain/errors.ts';
 import { MAX_JSON_BODY_BYTES } from '../../../src/http/internal/body.ts';
+import { DirectPosts } from '../../../src/http/internal/direct-post.ts';
 import { directRoutesOf } from '../../../src/http/internal/direct-routes.ts';
 import { capturedLogger } from '../../helpers/captured-log.ts';
 import { rawExchange } from '../../helpers/raw-http.ts';
@@ -183,5 +186,20 @@ describe('direct POSTs', () => {
     assert.equal(direct.count, sends.length);
     const ids = answers.filter((a) => a.status === 201).map((a) => JSON.parse(a.body).address);
     assert.equal(new Set(ids).size, 16, 'every creation its own address');
+  });
+
+  test('an answer that cannot be written cuts its connection and is logged as our bug; the process goes on', async (t) => {
+    const bugs: unknown[] = [];
+    const posts = new DirectPosts({ log: () => {}, durable: () => null, errorOf: (err) => (bugs.push(err), new ApiError('internal_error', 'bug')) });
+    posts.post('/broken', { answer: async () => ({ status: 200, json: '{}', headers: { 'x-broken': 'a\nb' } }) });
+    const server = createServer((req, res) => void (posts.take(req, res) || res.end('not taken')));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    t.after(() => server.close());
+    const { port } = server.address() as { port: number };
+    const url = `http://127.0.0.1:${port}`;
+    const { answers, closed } = await rawExchange(url, Buffer.from(`POST /broken HTTP/1.1\r\nHost: x\r\n${JSON_TYPE}\r\nContent-Length: 2\r\n\r\n{}`));
+    assert.deepEqual([answers.length, closed], [0, true], 'no answer, the connection cut');
+    assert.equal(bugs.length, 1);
+    assert.match(String(bugs[0]), /Invalid character in header content/);
   });
 });
