@@ -109,7 +109,7 @@ export class NodeRequest implements DirectRequest {
 }
 
 /** How many times a header (named in lower case) is in the raw headers. */
-export function countHeader(rawHeaders: readonly string[], lowerName: string): number {
+function countHeader(rawHeaders: readonly string[], lowerName: string): number {
   let count = 0;
   for (let i = 0; i < rawHeaders.length; i += 2) {
     if (rawHeaders[i]!.length === lowerName.length && rawHeaders[i]!.toLowerCase() === lowerName) count++;
