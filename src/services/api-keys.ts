@@ -58,14 +58,16 @@ const callerCache = new WeakMap<Context, { dataVersion: number; authChanges: str
 function cachedCallers(ctx: Context): Map<string, { rec: ApiKeyRecord; store: Store | null }> {
   const dataVersion = ctx.repos.meta.dataVersion();
   let cache = callerCache.get(ctx);
+  // Read once when data_version moved, and kept for the new cache if the count moved too.
+  let authChanges: string | null | undefined;
   if (cache && cache.dataVersion !== dataVersion) {
     // No count (its row deleted by hand): every other connection's commit drops the cache, as before the count.
-    const authChanges = ctx.repos.meta.get(AUTH_CHANGES);
+    authChanges = ctx.repos.meta.get(AUTH_CHANGES);
     if (authChanges !== null && authChanges === cache.authChanges) cache.dataVersion = dataVersion;
     else cache = undefined;
   }
   if (!cache || cache.byHash.size > 10_000) {
-    cache = { dataVersion, authChanges: ctx.repos.meta.get(AUTH_CHANGES), byHash: new Map() };
+    cache = { dataVersion, authChanges: authChanges === undefined ? ctx.repos.meta.get(AUTH_CHANGES) : authChanges, byHash: new Map() };
     callerCache.set(ctx, cache);
   }
   return cache.byHash;
