@@ -11,9 +11,9 @@ import { setBounded } from '../set-bounded.ts';
 // active xpub keeps a pool of addresses derived ahead of its next index.
 // Creation moves the next index in its own transaction and takes the pooled
 // row (read a window at a time, below); only when the pool has run dry does it
-// derive in line. Used
-// rows (below the next index) are deleted later in bulk by the refill loop:
-// deleting each in its creation was one more page write per invoice.
+// derive in line. Used rows (below the next index) are deleted later in bulk
+// by the refill loop: deleting each in its creation was one more page write
+// per invoice.
 
 const parsed = new Map<string, WatchKey>();
 
