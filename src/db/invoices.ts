@@ -122,24 +122,45 @@ export interface ListQuery {
   createdLte?: number;
 }
 
+/** The highest invoice rowid whose entry is in invoice_list: the invoices above it are the unlisted tail (migration 0016). */
+const LISTED_THROUGH = "COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'invoices_listed_through'), 0)";
+
+/**
+ * The ids of one store's invoices, as arms of a UNION ALL to be ordered by
+ * id: one range of invoice_list per mode and status (each already in id
+ * order) and the invoices not listed yet (a few hundred at most, read by
+ * rowid and sorted). `conditions` name columns both tables have (store_id,
+ * id, created_at); `invoiceConditions` the invoices' own, read for each list
+ * entry. Every arm takes the conditions' parameters, in their order.
+ */
+function storeIdArms(conditions: string[], modes: string[], statuses: string[], invoiceConditions: string[] = []): string {
+  const ofInvoice = invoiceConditions.length > 0 ? [`EXISTS (SELECT 1 FROM invoices WHERE invoices.id = invoice_list.id AND ${invoiceConditions.join(' AND ')})`] : [];
+  const listed = modes.flatMap((mode) =>
+    statuses.map((status) => `SELECT id FROM invoice_list WHERE ${[...conditions, ...ofInvoice, `livemode = ${mode}`, `status = ${status}`].join(' AND ')}`),
+  );
+  const mode = modes.length === 1 ? [`livemode = ${modes[0]}`] : [];
+  const status = statuses.length === 1 ? [`status = ${statuses[0]}`] : [];
+  const unlisted = `SELECT id FROM invoices NOT INDEXED WHERE ${[`rowid > ${LISTED_THROUGH}`, ...conditions, ...invoiceConditions, ...mode, ...status].join(' AND ')}`;
+  return [...listed, unlisted].join(' UNION ALL ');
+}
+
 /**
  * The SQL of a list page of this shape, its values as named parameters
  * (@storeId, @livemode, @limit and those of the filters given): ids only,
- * newest first, or oldest first for ending_before alone. One index serves
- * every shape, (store, mode, status, id): without a status filter SQLite
- * merges one range of it per status in id order and stops at the limit;
- * without a created_* filter the index covers the query.
+ * newest first, or oldest first for ending_before alone. invoice_list's key,
+ * (store, mode, status, id), serves every shape: without a status filter
+ * SQLite merges one range of it per status in id order and stops at the
+ * limit, and the table holds created_at, so no invoice is read.
  */
 export function listInvoicesSql(q: ListQuery): string {
-  const where = ['store_id = @storeId', 'livemode = @livemode'];
+  const where = ['store_id = @storeId'];
   if (q.createdGte !== undefined) where.push('created_at >= @createdGte');
   if (q.createdLte !== undefined) where.push('created_at <= @createdLte');
   if (q.startingAfter) where.push('id < @startingAfter');
   if (q.endingBefore) where.push('id > @endingBefore');
   const reverse = Boolean(q.endingBefore) && !q.startingAfter;
-  const ofStatus = (status: string) => `SELECT id FROM invoices WHERE ${[...where, `status = ${status}`].join(' AND ')}`;
-  const statuses = q.status ? [ofStatus('@status')] : INVOICE_STATUSES.map((s) => ofStatus(`'${s}'`));
-  return `${statuses.join(' UNION ALL ')} ORDER BY id ${reverse ? 'ASC' : 'DESC'} LIMIT @limit`;
+  const statuses = q.status ? ['@status'] : INVOICE_STATUSES.map((s) => `'${s}'`);
+  return `${storeIdArms(where, ['@livemode'], statuses)} ORDER BY id ${reverse ? 'ASC' : 'DESC'} LIMIT @limit`;
 }
 
 /** What an operator looks invoices up by (`till invoices find`): a payment's txid, an address or a metadata pair, and a store. */
@@ -227,6 +248,20 @@ export function createInvoicesRepo(db: Db) {
      ORDER BY expires_at LIMIT ?`,
   );
 
+  // A lost mark (its meta row deleted by hand) makes every invoice the tail: the entries already listed are
+  // skipped, the rest listed, and the mark set again.
+  const listNew = db.prepare(
+    `INSERT OR IGNORE INTO invoice_list (store_id, livemode, status, id, created_at)
+       SELECT store_id, livemode, status, id, created_at FROM invoices WHERE rowid > ${LISTED_THROUGH}
+       ORDER BY store_id, livemode, status, id`,
+  );
+  const markListed = db.prepare(
+    `INSERT INTO meta (key, value)
+       SELECT 'invoices_listed_through', CAST(rowid AS TEXT) FROM invoices WHERE rowid > ${LISTED_THROUGH} ORDER BY rowid DESC LIMIT 1
+       ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
+  );
+  const hasUnlisted = db.prepare<[], number>(`SELECT EXISTS (SELECT 1 FROM invoices WHERE rowid > ${LISTED_THROUGH})`).pluck();
+
   const paymentsOfMany = db.prepare<[string], PaymentRow>(
     'SELECT * FROM payments WHERE invoice_id IN (SELECT value FROM json_each(?)) ORDER BY invoice_id, first_seen_at, txid, vout',
   );
@@ -282,14 +317,11 @@ export function createInvoicesRepo(db: Db) {
       if (q.address !== undefined) (where.push('address = ?'), params.push(q.address));
       if (q.metadata !== undefined) (where.push('EXISTS (SELECT 1 FROM json_each(metadata) WHERE key = ? AND value = ?)'), params.push(q.metadata.key, q.metadata.value));
       if (q.storeId !== undefined && q.txid === undefined && q.address === undefined) {
-        // A store's newest without sorting its every invoice: one range of the list index per mode and status,
-        // merged in id order up to the limit (as listInvoicesSql does for one mode).
-        const conditions = ['store_id = ?', ...where];
-        const arms = [0, 1].flatMap((livemode) =>
-          INVOICE_STATUSES.map((status) => `SELECT id FROM invoices WHERE ${[...conditions, `livemode = ${livemode}`, `status = '${status}'`].join(' AND ')}`),
-        );
-        const armParams = arms.flatMap(() => [q.storeId, ...params]);
-        const sql = `SELECT rowid, * FROM invoices WHERE id IN (${arms.join(' UNION ALL ')} ORDER BY id DESC LIMIT ?) ORDER BY id DESC`;
+        // A store's newest without sorting its every invoice: one range of invoice_list per mode and status and
+        // the invoices not listed yet, merged in id order up to the limit (as listInvoicesSql does for one mode).
+        const arms = storeIdArms(['store_id = ?'], ['0', '1'], INVOICE_STATUSES.map((s) => `'${s}'`), where);
+        const armParams = Array.from({ length: 2 * INVOICE_STATUSES.length + 1 }, () => [q.storeId, ...params]).flat();
+        const sql = `SELECT rowid, * FROM invoices WHERE id IN (${arms} ORDER BY id DESC LIMIT ?) ORDER BY id DESC`;
         return loadMany(db.prepare<unknown[], InvoiceRow>(sql).all(...armParams, q.limit));
       }
       if (q.storeId !== undefined) (where.push('store_id = ?'), params.push(q.storeId));
@@ -371,6 +403,20 @@ export function createInvoicesRepo(db: Db) {
     listIds(q: ListQuery): string[] {
       // Named parameters: the query's own fields; those its SQL does not name are not read.
       return listStatement(q).all({ ...q, livemode: q.livemode ? 1 : 0, limit: q.limit + 1 });
+    },
+    /** Whether invoices were created since the last listNew. */
+    hasUnlisted(): boolean {
+      return hasUnlisted.get() === 1;
+    },
+    /**
+     * Lists the invoices created since the last call: copies them into
+     * invoice_list in key order, each store's as one run, and moves the mark.
+     * Run inside a write transaction. Returns how many were listed.
+     */
+    listNew(): number {
+      const listed = listNew.run().changes;
+      markListed.run();
+      return listed;
     },
     /** Pending invoices whose time is up; live ones only when includeLive. */
     duePending(now: number, limit: number, includeLive: boolean): StoredInvoice[] {

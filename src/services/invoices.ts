@@ -276,3 +276,13 @@ export async function expireDueInvoices(ctx: Context, batch = 500): Promise<numb
   saved.forEach((inv) => ctx.feed.publish(inv));
   return saved.length;
 }
+
+/**
+ * Lists the invoices created since the last call (migration 0016), in one
+ * write that rides the next group commit. Lists read the unlisted invoices
+ * too, so this only decides how many a list sorts: run a few times a second.
+ */
+export async function listNewInvoices(ctx: Context): Promise<number> {
+  if (!ctx.repos.invoices.hasUnlisted()) return 0;
+  return ctx.writes.run(() => ctx.repos.invoices.listNew());
+}

@@ -1,6 +1,7 @@
 import { systemClock } from '../../../src/clock.ts';
 import { loadConfig, type Config } from '../../../src/config.ts';
 import { openDatabase, type Db } from '../../../src/db/connection.ts';
+import { createInvoicesRepo } from '../../../src/db/invoices.ts';
 import { createContext, type Context } from '../../../src/services/context.ts';
 
 // Preparing data dirs: stores, keys and xpubs go through the service layer;
@@ -75,7 +76,7 @@ export interface InvoiceRowsOptions {
 
 /**
  * Pending invoices paying random P2WPKH scripts (0x0014 + 20 random bytes),
- * inserted in index order so every B-tree grows at its end.
+ * inserted in index order so every B-tree grows at its end, and listed.
  */
 export function insertInvoiceRows(db: Db, o: InvoiceRowsOptions): void {
   withoutJournal(db, () => {
@@ -88,6 +89,8 @@ export function insertInvoiceRows(db: Db, o: InvoiceRowsOptions): void {
        FROM n`,
     ).run({ ...o, livemode: o.livemode ? 1 : 0 });
     db.prepare('UPDATE xpubs SET next_index = MAX(next_index, ?) WHERE id = ?').run(o.count, o.xpubId);
+    // Into the list table, as the server's loop would on its first run.
+    createInvoicesRepo(db).listNew();
   });
 }
 

@@ -1,15 +1,19 @@
 // GET /v1/invoices (DESIGN "List") and GET /v1/invoices/:id: newest first,
 // cursors that walk every invoice exactly once both ways, filters, and
 // 400 validation_error naming the bad parameter; only the key's store and
-// environment are visible.
+// environment are visible. The walks run with none, half or all of the
+// invoices in the list table (migration 0016: the server lists new invoices a
+// few times a second; until then a list reads them from the invoices).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { toIso } from '../../../src/clock.ts';
 import { mintApiKey } from '../../../src/services/api-keys.ts';
+import { listNewInvoices } from '../../../src/services/invoices.ts';
 import { updateStore } from '../../../src/services/stores.ts';
 import { addXpub } from '../../../src/services/xpubs.ts';
 import { testTpub } from '../../helpers/keys.ts';
-import { call, setupStore, TRANSPORTS } from '../../helpers/till-server.ts';
+import { call, setupStore, startTestTill, TRANSPORTS } from '../../helpers/till-server.ts';
+import { waitFor } from '../../helpers/wait-for.ts';
 import { assertError, assertInvoice, assertRequestId, postInvoice, useTill } from './invoice-api.ts';
 
 const TOTAL = 250;
@@ -20,7 +24,10 @@ interface Page {
   has_more: boolean;
 }
 
-describe('list pagination over 250 invoices (socket)', () => {
+// When the invoices are copied into the list table: never, after the first half of the batches, after all of them.
+const LISTINGS = { none: Infinity, half: TOTAL / BATCH / 2, all: TOTAL / BATCH } as const;
+
+for (const [listing, listAfter] of Object.entries(LISTINGS)) describe(`list pagination over 250 invoices (socket, ${listing} listed)`, () => {
   const till = useTill();
   let key = '';
   /** Ids newest first, as the list must return them. */
@@ -45,7 +52,9 @@ describe('list pagination over 250 invoices (socket)', () => {
       const results = await Promise.all(Array.from({ length: BATCH }, (_, i) => postInvoice(till(), key, { amount_sats: 1000 + b * BATCH + i })));
       created.push(...results.map((r) => assertInvoice(r) as { id: string; created_at: string }));
       till().clock.advance(1000);
+      if (b + 1 === listAfter) assert.equal(await listNewInvoices(till().rt.ctx), (b + 1) * BATCH);
     }
+    assert.equal(till().rt.ctx.repos.invoices.hasUnlisted(), listing !== 'all');
     // Newest first: by creation time, ties (one batch, one millisecond) by id.
     newestFirst = created
       .sort((a, b) => (a.created_at === b.created_at ? (a.id < b.id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1))
@@ -177,6 +186,16 @@ describe('list pagination over 250 invoices (socket)', () => {
       assert.deepEqual(await walkBack(limit), newestFirst.slice(0, -1));
     }
   });
+});
+
+test('a running till lists new invoices within a moment, and a list shows them before and after', async (t) => {
+  const till = await startTestTill(t, { transport: 'socket', startWorkers: true });
+  const { key } = setupStore(till);
+  const ids = (await Promise.all(Array.from({ length: 30 }, (_, i) => postInvoice(till, key, { amount_sats: 1000 + i })))).map((r) => assertInvoice(r).id as string);
+  const listedIds = async () => ((await call(till, 'GET', '/v1/invoices?limit=100', { key })).body.data as Array<{ id: string }>).map((inv) => inv.id).sort();
+  assert.deepEqual(await listedIds(), [...ids].sort());
+  await waitFor(() => !till.rt.ctx.repos.invoices.hasUnlisted(), 'the invoices listed by the server');
+  assert.deepEqual(await listedIds(), [...ids].sort());
 });
 
 for (const transport of TRANSPORTS) {
