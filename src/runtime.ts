@@ -12,7 +12,7 @@ import { RateService, type StoredRate } from './rates/rate-service.ts';
 import { refillAddressPool } from './services/address-pool.ts';
 import { checksBeforeUpgrade, createContext, type Context } from './services/context.ts';
 import { ExternalChanges } from './services/external-changes.ts';
-import { IDEMPOTENCY_TTL_MS, expireDueInvoices, listNewInvoices } from './services/invoices.ts';
+import { IDEMPOTENCY_TTL_MS, LIST_INTERVAL_MS, expireDueInvoices, listNewInvoices } from './services/invoices.ts';
 import { acquireServerLease, LEASE_RENEW_MS, LeaseLostError } from './services/server-lease.ts';
 import { listUnreadableSecrets } from './services/webhooks.ts';
 import { repairSharedKeys } from './services/xpubs.ts';
@@ -72,9 +72,6 @@ const RATE_KEY = 'usd_rate';
 // memory on a large database; it fills only as pages are read
 // (docs/DECISIONS.md).
 const SERVER_PAGE_CACHE_MIB = 32;
-// How often new invoices are copied into the list table (migration 0016):
-// each store's as one run, and a list sorts at most this long's creations.
-const LIST_INTERVAL_MS = 50;
 
 export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtime {
   const clock = opts.clock ?? systemClock;

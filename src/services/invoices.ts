@@ -278,9 +278,15 @@ export async function expireDueInvoices(ctx: Context, batch = 500): Promise<numb
 }
 
 /**
+ * How often the server lists new invoices (migration 0016): each store's
+ * new ones go in as one run, and a list sorts at most this long's creations.
+ */
+export const LIST_INTERVAL_MS = 50;
+
+/**
  * Lists the invoices created since the last call (migration 0016), in one
  * write that rides the next group commit. Lists read the unlisted invoices
- * too, so this only decides how many a list sorts: run a few times a second.
+ * too, so this only decides how many a list sorts: run every LIST_INTERVAL_MS.
  */
 export async function listNewInvoices(ctx: Context): Promise<number> {
   if (!ctx.repos.invoices.hasUnlisted()) return 0;
