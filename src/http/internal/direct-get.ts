@@ -36,11 +36,16 @@ export class DirectGets {
   readonly #routes: Route[] = [];
   readonly #log: RequestLog;
   readonly #whenDurable: (read: () => void) => void | Promise<void>;
+  readonly #errorOf: (err: unknown, requestId: string) => unknown;
 
-  /** `whenDurable`: the write queue's; answers are read and sent through it (docs/DECISIONS.md). */
-  constructor(log: RequestLog, whenDurable: (read: () => void) => void | Promise<void>) {
+  /**
+   * `whenDurable`: the write queue's; answers are read and sent through it
+   * (docs/DECISIONS.md). `errorOf` logs our own bug (request-context's apiErrorOf).
+   */
+  constructor(log: RequestLog, whenDurable: (read: () => void) => void | Promise<void>, errorOf: (err: unknown, requestId: string) => unknown) {
     this.#log = log;
     this.#whenDurable = whenDurable;
+    this.#errorOf = errorOf;
   }
 
   /** Registers a direct GET and returns its h3 handler, for defineRoute. */
@@ -79,8 +84,18 @@ export class DirectGets {
     for (const route of this.#routes) {
       if (!matchesSegments(route, segments)) continue;
       const request = new NodeRequest(req, route, segments, queryAt < 0 ? '' : url.slice(queryAt + 1));
+      // Our own bug in writing the answer (a header Node refuses, a log line that cannot be written) is logged and
+      // cuts this connection; thrown, it would end the process, and the turn's other answers with it.
+      const answer = () => {
+        try {
+          this.#answer(route, request, res, app, path, started);
+        } catch (err) {
+          this.#errorOf(err, 'unknown');
+          res.destroy();
+        }
+      };
       afterReads(() => {
-        const answered = this.#whenDurable(() => this.#answer(route, request, res, app, path, started));
+        const answered = this.#whenDurable(answer);
         // Refused after a failed fdatasync, before reading: the app answers with the error.
         if (answered instanceof Promise) {
           answered.catch(() => {

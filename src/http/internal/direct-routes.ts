@@ -12,7 +12,7 @@ const registered = new WeakMap<H3, DirectRoutes>();
 
 /** The direct routes of an app, which its routes register into. */
 export function createDirectRoutes(app: H3, opts: DirectPostOptions & { whenDurable: (read: () => void) => void | Promise<void> }): DirectRoutes {
-  const routes = { gets: new DirectGets(opts.log, opts.whenDurable), posts: new DirectPosts(opts) };
+  const routes = { gets: new DirectGets(opts.log, opts.whenDurable, opts.errorOf), posts: new DirectPosts(opts) };
   registered.set(app, routes);
   return routes;
 }

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { describe, test, type TestContext } from 'node:test';
+import { DirectGets } from '../../../src/http/internal/direct-get.ts';
 import { directRoutesOf } from '../../../src/http/internal/direct-routes.ts';
 import { capturedLogger } from '../../helpers/captured-log.ts';
+import { rawExchange } from '../../helpers/raw-http.ts';
 import { setupStore, startTestTill, type TestStore, type TestTill } from '../../helpers/till-server.ts';
 import { postInvoice } from '../invoices/invoice-api.ts';
 
@@ -181,5 +183,25 @@ describe('direct GETs', () => {
     assert.equal(JSON.parse((await rawGet(till, `/v1/invoices/${invoiceId}`, auth)).body).status, 'paid');
     assert.equal(JSON.parse((await rawGet(till, '/v1/invoices', auth)).body).data[0].status, 'paid');
     assert.equal(direct.count, 5);
+  });
+
+  test('an answer that cannot be written cuts its connection and is logged as our bug; the turn\'s other answers and the process go on', async (t) => {
+    const bugs: unknown[] = [];
+    const gets = new DirectGets(() => {}, (read) => read(), (err) => bugs.push(err));
+    gets.get('/broken', { headers: { 'x-broken': 'a\nb' }, answer: () => '{}' });
+    gets.get('/fine', { answer: () => '{"fine":true}' });
+    const server = http.createServer((req, res) => void (gets.take(req, res, (_req, r) => r.end('not taken')) || res.end('not taken')));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    t.after(() => server.close());
+    const { port } = server.address() as { port: number };
+    const url = `http://127.0.0.1:${port}`;
+    const [broken, fine] = await Promise.all([
+      rawExchange(url, Buffer.from('GET /broken HTTP/1.1\r\nHost: x\r\n\r\n')),
+      rawExchange(url, Buffer.from('GET /fine HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')),
+    ]);
+    assert.deepEqual([broken.answers.length, broken.closed], [0, true], 'no answer, the connection cut');
+    assert.equal(String(fine.answers[0]?.body), '{"fine":true}');
+    assert.equal(bugs.length, 1);
+    assert.match(String(bugs[0]), /Invalid character in header content/);
   });
 });
