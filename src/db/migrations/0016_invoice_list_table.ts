@@ -27,7 +27,7 @@ CREATE TABLE invoice_list (
 INSERT INTO invoice_list (store_id, livemode, status, id, created_at)
   SELECT store_id, livemode, status, id, created_at FROM invoices ORDER BY store_id, livemode, status, id;
 INSERT INTO meta (key, value) SELECT 'invoices_listed_through', CAST(COALESCE(MAX(rowid), 0) AS TEXT) FROM invoices;
-DROP INDEX invoices_list_status;
+DROP INDEX IF EXISTS invoices_list_status;
 CREATE TRIGGER invoice_list_status AFTER UPDATE OF status ON invoices WHEN NEW.status IS NOT OLD.status BEGIN
   UPDATE invoice_list SET status = NEW.status
     WHERE store_id = OLD.store_id AND livemode = OLD.livemode AND status = OLD.status AND id = OLD.id;
