@@ -248,8 +248,9 @@ export function createInvoicesRepo(db: Db) {
      ORDER BY expires_at LIMIT ?`,
   );
 
-  // A lost mark (its meta row deleted by hand) makes every invoice the tail: the entries already listed are
-  // skipped, the rest listed, and the mark set again.
+  // A lost mark (its meta row deleted by hand) makes every invoice the tail, so lists show the listed ones twice
+  // until this next runs (the server's loop: within 50 ms): the entries already listed are skipped, the rest
+  // listed, and the mark set again. Guarding every list query against it cost ~3 µs an arm.
   const listNew = db.prepare(
     `INSERT OR IGNORE INTO invoice_list (store_id, livemode, status, id, created_at)
        SELECT store_id, livemode, status, id, created_at FROM invoices WHERE rowid > ${LISTED_THROUGH}

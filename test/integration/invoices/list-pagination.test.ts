@@ -198,6 +198,22 @@ test('a running till lists new invoices within a moment, and a list shows them b
   assert.deepEqual(await listedIds(), [...ids].sort());
 });
 
+test('a list mark deleted by hand: the next listing skips what is listed, lists the rest and sets the mark again', async (t) => {
+  const till = await startTestTill(t, { transport: 'socket' });
+  const { key } = setupStore(till);
+  const create = async (n: number) => (await Promise.all(Array.from({ length: n }, (_, i) => postInvoice(till, key, { amount_sats: 1000 + i })))).map((r) => assertInvoice(r).id as string);
+  const listedIds = async () => ((await call(till, 'GET', '/v1/invoices?limit=100', { key })).body.data as Array<{ id: string }>).map((inv) => inv.id).sort();
+  const { ctx } = till.rt;
+  const first = await create(5);
+  assert.equal(await listNewInvoices(ctx), 5);
+  ctx.db.prepare("DELETE FROM meta WHERE key = 'invoices_listed_through'").run();
+  const later = await create(3);
+  assert.equal(ctx.repos.invoices.hasUnlisted(), true);
+  assert.equal(await listNewInvoices(ctx), 3, 'the five listed before are skipped');
+  assert.equal(ctx.repos.invoices.hasUnlisted(), false);
+  assert.deepEqual(await listedIds(), [...first, ...later].sort(), 'each once');
+});
+
 for (const transport of TRANSPORTS) {
   describe(`list and fetch scope, bad parameters (${transport})`, () => {
     const till = useTill({ transport });
