@@ -12,7 +12,7 @@ import { RateService, type StoredRate } from './rates/rate-service.ts';
 import { refillAddressPool } from './services/address-pool.ts';
 import { checksBeforeUpgrade, createContext, type Context } from './services/context.ts';
 import { ExternalChanges } from './services/external-changes.ts';
-import { IDEMPOTENCY_TTL_MS, LIST_INTERVAL_MS, expireDueInvoices, listNewInvoices } from './services/invoices.ts';
+import { IDEMPOTENCY_TTL_MS, expireDueInvoices, startListingInvoices } from './services/invoices.ts';
 import { acquireServerLease, LEASE_RENEW_MS, LeaseLostError } from './services/server-lease.ts';
 import { listUnreadableSecrets } from './services/webhooks.ts';
 import { repairSharedKeys } from './services/xpubs.ts';
@@ -207,7 +207,7 @@ export function createRuntime(config: Config, opts: RuntimeOptions = {}): Runtim
       webhooks.start();
       chain?.start();
       loops.push(startLoop('expiry', opts.expiryIntervalMs ?? 1000, logger, () => expireDueInvoices(ctx)));
-      loops.push(startLoop('invoice-list', LIST_INTERVAL_MS, logger, () => listNewInvoices(ctx)));
+      loops.push(startListingInvoices(ctx, logger));
       // What it publishes reaches buyers: it reads once no commit waits for its fdatasync.
       loops.push(startLoop('external-changes', 1000, logger, () => ctx.writes.whenDurable(() => externalChanges.poll())));
       loops.push(startLoop('address-pool', 5000, logger, refillAllPools));

@@ -9,9 +9,8 @@ import { CREATE_RATE_LIMIT } from '../../src/http/routes/invoices.ts';
 import { createRuntime } from '../../src/runtime.ts';
 import { authenticateApiKey, mintApiKey, type Caller } from '../../src/services/api-keys.ts';
 import type { Context } from '../../src/services/context.ts';
-import { createInvoice, hashRequest, LIST_INTERVAL_MS, listNewInvoices } from '../../src/services/invoices.ts';
+import { createInvoice, hashRequest, LIST_INTERVAL_MS, startListingInvoices } from '../../src/services/invoices.ts';
 import { createStore } from '../../src/services/stores.ts';
-import { startLoop } from '../../src/services/workers.ts';
 import { addXpub } from '../../src/services/xpubs.ts';
 import { testTpub } from '../../test/helpers/keys.ts';
 import { freePort, readMemoryMiB, startBenchServer, startTillServe, waitForHttp, type NodeChild } from './support/children.ts';
@@ -147,11 +146,11 @@ function poolLeft(dataDir: string, xpubIds: string[]): number {
  */
 async function measureServiceCreation(dataDir: string, keys: string[]): Promise<number> {
   const rt = createRuntime(benchConfig(dataDir), { logger: devNullLogger() });
-  let listing: ReturnType<typeof startLoop> | undefined;
+  let listing: ReturnType<typeof startListingInvoices> | undefined;
   try {
     rt.startDbThread();
     const ctx = rt.ctx;
-    listing = startLoop('invoice-list', LIST_INTERVAL_MS, devNullLogger(), () => listNewInvoices(ctx));
+    listing = startListingInvoices(ctx, devNullLogger());
     const callers = keys.slice(0, CONNECTIONS).map((k) => authenticateApiKey(ctx, `Bearer ${k}`));
     const body = JSON.parse(BODY) as Record<string, unknown>;
     const create = (caller: Caller) => createInvoice(ctx, { caller, parse: () => parseInvoiceRequest(body), requestHash: hashRequest(body), idempotencyKey: null });

@@ -8,12 +8,14 @@ import { transition, type DomainEvent } from '../domain/invoice-state.ts';
 import { centsToSats } from '../domain/money.ts';
 import { simulate, type SimulatedEvent } from '../domain/simulate.ts';
 import { newId } from '../ids.ts';
+import type { Logger } from '../log.ts';
 import { addressAt } from './address-pool.ts';
 import type { Caller } from './api-keys.ts';
 import type { Context } from './context.ts';
 import { assertDiskWritable, runRequestedWrite } from './disk.ts';
 import { recordEvents } from './events.ts';
 import { refusePrivateReceiver } from './webhooks.ts';
+import { startLoop } from './workers.ts';
 import { getOrInsert } from '../get-or-insert.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -291,4 +293,9 @@ export const LIST_INTERVAL_MS = 50;
 export async function listNewInvoices(ctx: Context): Promise<number> {
   if (!ctx.repos.invoices.hasUnlisted()) return 0;
   return ctx.writes.run(() => ctx.repos.invoices.listNew());
+}
+
+/** The server's loop of listNewInvoices (the invoices bench runs it beside its in-process creations too). */
+export function startListingInvoices(ctx: Context, logger: Logger): { stop(): Promise<void> } {
+  return startLoop('invoice-list', LIST_INTERVAL_MS, logger, () => listNewInvoices(ctx));
 }
