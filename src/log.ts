@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import { toIso } from './clock.ts';
 
 export type { Logger };
 
@@ -84,26 +85,14 @@ export function createLineLogger(logger: Logger, msg: string): (fields: LineFiel
   const end = `,"msg":${JSON.stringify(msg)}}\n`;
   return (fields) => {
     if (!logger.isLevelEnabled('info')) return;
-    let line = `{"level":30,"time":"${isoNow()}"${bindings}`;
+    // pino's isoTime; toIso keeps the last times it formatted, so a busy turn's lines format theirs once.
+    let line = `{"level":30,"time":"${toIso(Date.now())}"${bindings}`;
     for (const key in fields) {
       const value = fields[key];
       if (value !== undefined) line += `,"${key}":${JSON.stringify(value)}`;
     }
     stream.write(line + end);
   };
-}
-
-let isoMs = 0;
-let iso = '';
-
-/** The time as pino's isoTime writes it, formatted once a millisecond. */
-function isoNow(): string {
-  const ms = Date.now();
-  if (ms !== isoMs) {
-    isoMs = ms;
-    iso = new Date(ms).toISOString();
-  }
-  return iso;
 }
 
 export const silentLogger: Logger = pino({ level: 'silent' });
